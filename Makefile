@@ -1,0 +1,32 @@
+# VDGR developer commands. `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test install bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first, pinned: the pin takes the local CPU wheel; an unpinned torch pulls a CUDA build.
+$(STAMP): $(BIN)/python setup.py
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[pipeline,local-model,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	rm -rf demo-index
+	$(BIN)/vdgr index examples/corpus --index demo-index
+	$(BIN)/vdgr query --index demo-index "How do I reset the Orbit X2 router to factory settings?" --explain
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf demo-index .pytest_cache

