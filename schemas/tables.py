@@ -21,6 +21,11 @@ HAS_ENTITY = "has_entity"    # content -> entity                   (existence)
 COOCCURS = "cooccurs"        # entity <-> entity, src < dst        (undirected, weight = sentences)
 
 
+def acl_text(acl) -> str:
+    """The ``acl_text`` column value for a list of groups (group names never contain '|')."""
+    return "|" + "|".join(sorted(acl)) + "|" if acl else ""
+
+
 def documents_schema() -> pa.Schema:
     return pa.schema([
         ("doc_id", pa.string()),
@@ -49,6 +54,7 @@ def directories_schema(dim: int) -> pa.Schema:
         ("level", pa.int32()),
         ("kind", pa.string()),
         ("acl", _STR_LIST),
+        ("acl_text", pa.string()),       # "|g1|g2|": filterable with a typed contains()
         ("public", pa.bool_()),          # acl is empty
         ("source", pa.string()),
         ("summary", pa.string()),
@@ -69,6 +75,7 @@ def contents_schema(dim: int) -> pa.Schema:
         ("collection", pa.string()),
         ("version", pa.string()),
         ("acl", _STR_LIST),
+        ("acl_text", pa.string()),
         ("public", pa.bool_()),
         ("position", pa.int32()),
         ("n_tokens", pa.int32()),

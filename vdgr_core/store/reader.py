@@ -1,0 +1,88 @@
+"""Read side of the index: everything is opened through the manifest, pinned to its versions."""
+from __future__ import annotations
+
+import os
+import threading
+from functools import cached_property
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from schemas import tables as T
+from vdgr_core.store.filters import SearchScope
+from vdgr_core.store.lance_store import connect, open_pinned
+from vdgr_core.store.manifest import Manifest, read_manifest
+from vdgr_core.store.tantivy_shard import ShardSearcher
+
+
+class IndexReader:
+    """A consistent, read-only view of one index build.
+
+    Parameters
+    ----------
+    index_dir:
+        The index folder. Only the tables and shards named by its manifest are read, at the
+        versions the manifest names; a concurrent update never changes what this view sees.
+    """
+
+    def __init__(self, index_dir: str):
+        self.index_dir = index_dir
+        self.manifest: Manifest = read_manifest(index_dir)
+        self._db = connect(index_dir)
+        self._tables: dict[str, object] = {}
+        self._arrow: dict[tuple, pa.Table] = {}
+        self._shards: dict[str, ShardSearcher] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.manifest.domains)
+
+    def table(self, name: str):
+        """The LanceDB table ``name`` checked out at the manifest's version."""
+        with self._lock:
+            if name not in self._tables:
+                self._tables[name] = open_pinned(self._db, name, self.manifest.table_versions[name])
+            return self._tables[name]
+
+    def arrow(self, name: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """The whole table as Arrow (cached per column set)."""
+        key = (name, tuple(columns) if columns else None)
+        if key not in self._arrow:
+            t = self.table(name)
+            data = t.to_arrow()
+            self._arrow[key] = data.select(list(columns)) if columns else data
+        return self._arrow[key]
+
+    def shard(self, domain: str) -> Optional[ShardSearcher]:
+        """The BM25 shard of ``domain`` (None if the domain has no content)."""
+        rel = self.manifest.tantivy_shards.get(domain)
+        if rel is None:
+            return None
+        with self._lock:
+            if domain not in self._shards:
+                self._shards[domain] = ShardSearcher(os.path.join(self.index_dir, rel))
+            return self._shards[domain]
+
+    def dense_search(self, name: str, vector: np.ndarray, k: int, scope: SearchScope,
+                     columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Nearest rows of ``name`` (directories or contents) to ``vector`` within ``scope``.
+
+        The scope is a pre-filter: rows the caller may not see are never candidates.
+        Returns an Arrow table with a ``_distance`` column (cosine distance), best first.
+        """
+        q = (self.table(name).search(np.asarray(vector, dtype=np.float32))
+             .metric("cosine")
+             .where(scope.lance_expr(), prefilter=True)
+             .limit(k))
+        if columns:
+            q = q.select(list(columns))
+        return q.to_arrow()
+
+    @cached_property
+    def dim(self) -> int:
+        return self.manifest.dim
+
+
+__all__ = ["IndexReader", "T"]

@@ -1,0 +1,160 @@
+"""tantivy BM25 shards: one per domain, built whole and published by rename.
+
+A shard folder is named by the digest of what it holds, so a rebuild of unchanged content
+gives the same folder name, and a reader pinned by the manifest never sees a half-written
+shard: it is built in a temporary folder and renamed into place.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+import tantivy
+
+from vdgr_core.store.filters import SearchScope
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from how i if in into is it its me my of on or "
+    "please should so that the their then there these this to use using was what when where "
+    "which who why will with you your".split()
+)
+
+
+def _schema() -> "tantivy.Schema":
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
+    b.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("title", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("path_text", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("domain", stored=False, tokenizer_name="raw")
+    b.add_text_field("version", stored=False, tokenizer_name="raw")
+    b.add_text_field("acl", stored=False, tokenizer_name="raw")
+    b.add_text_field("public", stored=False, tokenizer_name="raw")
+    return b.build()
+
+
+SCHEMA = _schema()
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Result of a shard build: where it is and what it holds."""
+
+    domain: str
+    folder: str       # relative to the index root
+    n_docs: int
+    digest: str
+
+
+def shard_digest(rows: Iterable[Mapping]) -> str:
+    h = hashlib.sha256()
+    for r in sorted(rows, key=lambda r: r["chunk_id"]):
+        for key in ("chunk_id", "text", "title", "version"):
+            h.update(str(r[key]).encode("utf-8"))
+            h.update(b"\x1f")
+        h.update("|".join(sorted(r["acl"])).encode("utf-8"))
+        h.update(b"\x1e")
+    return h.hexdigest()[:24]
+
+
+def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
+    """Build the BM25 shard of ``domain`` from content rows and publish it whole.
+
+    Rows need chunk_id, text, title, path (list of titles), version, acl.
+    Returns the shard folder relative to ``index_root``. Idempotent: an existing shard with
+    the same digest is reused.
+    """
+    rows = sorted(rows, key=lambda r: r["chunk_id"])
+    digest = shard_digest(rows)
+    rel = os.path.join("tantivy", _safe(domain), digest)
+    final = os.path.join(index_root, rel)
+    if os.path.isdir(final):
+        return ShardInfo(domain, rel, len(rows), digest)
+    parent = os.path.dirname(final)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)
+    try:
+        index = tantivy.Index(SCHEMA, path=tmp)
+        writer = index.writer(heap_size=64_000_000, num_threads=1)
+        for r in rows:
+            acl = list(r["acl"])
+            writer.add_document(tantivy.Document(
+                chunk_id=r["chunk_id"],
+                text=r["text"],
+                title=r["title"],
+                path_text=" ".join(r["path"]),
+                domain=domain,
+                version=r["version"],
+                acl=acl if acl else [""],
+                public="1" if not acl else "0",
+            ))
+        writer.commit()
+        writer.wait_merging_threads()
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ShardInfo(domain, rel, len(rows), digest)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-cased alphanumeric words of ``text`` without stopwords (safe for the parser)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    kept = [w for w in words if w not in _STOP]
+    return kept or words
+
+
+class ShardSearcher:
+    """BM25 search over one shard with the scope pushed into the query."""
+
+    def __init__(self, path: str):
+        self._index = tantivy.Index.open(path)
+        self._searcher = self._index.searcher()
+
+    @property
+    def num_docs(self) -> int:
+        return self._searcher.num_docs
+
+    def search(self, text: str, k: int, scope: SearchScope,
+               boosts: Optional[Mapping[str, float]] = None) -> list[tuple[str, float]]:
+        """Return up to ``k`` (chunk_id, bm25 score), best first."""
+        terms = query_terms(text)
+        if not terms:
+            return []
+        text_q = self._index.parse_query(
+            " ".join(terms), ["text", "title", "path_text"],
+            field_boosts=dict(boosts or {"text": 1.0, "title": 1.5, "path_text": 1.0}),
+        )
+        clauses = [(tantivy.Occur.Must, text_q), (tantivy.Occur.Must, self._access_query(scope))]
+        if scope.versions is not None:
+            clauses.append((tantivy.Occur.Must, self._any_of("version", scope.versions)))
+        query = tantivy.Query.boolean_query(clauses)
+        result = self._searcher.search(query, k)
+        out = []
+        for score, addr in result.hits:
+            doc = self._searcher.doc(addr)
+            out.append((doc["chunk_id"][0], float(score)))
+        return out
+
+    def _access_query(self, scope: SearchScope):
+        values = [("public", "1")] + [("acl", g) for g in scope.groups]
+        return tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.term_query(SCHEMA, f, v)) for f, v in values
+        ])
+
+    def _any_of(self, field: str, values):
+        if not values:
+            return tantivy.Query.empty_query()
+        return tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.term_query(SCHEMA, field, v)) for v in values
+        ])
