@@ -1,0 +1,50 @@
+"""Driver-side commit of a build: staged tables -> LanceDB, manifest last."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pyarrow as pa
+
+from pipelines.staging import Staging
+from schemas import tables as T
+from vdgr_core.corpus import CorpusScan
+from vdgr_core.indexing.embed_cache import append_to_cache
+from vdgr_core.store.manifest import DomainInfo, Manifest
+from vdgr_core.store.writer import commit_index
+
+
+def domain_infos(scan: CorpusScan, documents: pa.Table, contents: pa.Table) -> list[DomainInfo]:
+    """What the router needs per domain: description, versions, collections, sizes."""
+    desc: dict[str, str] = {}
+    for t in scan.tasks:
+        if t.folder_metas and t.domain not in desc:
+            labels = dict(t.folder_metas[0].labels)
+            desc[t.domain] = labels.get("description", "") or (t.folder_metas[0].title or "")
+    versions, collections, n_docs = defaultdict(set), defaultdict(set), defaultdict(int)
+    for row in documents.select(["domain", "version", "collection", "status"]).to_pylist():
+        if row["status"] != "indexed":
+            continue
+        n_docs[row["domain"]] += 1
+        if row["version"]:
+            versions[row["domain"]].add(row["version"])
+        if row["collection"]:
+            collections[row["domain"]].add(row["collection"])
+    n_chunks = defaultdict(int)
+    for d in contents.column("domain").to_pylist():
+        n_chunks[d] += 1
+    domains = sorted({t.domain for t in scan.tasks} | set(n_docs))
+    return [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
+                       n_docs[d], n_chunks[d]) for d in domains]
+
+
+def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
+                 config: dict, parent_build_id=None) -> tuple[Manifest, dict]:
+    tables = {name: staging.read_table(name, T.schema_for(name, dim)) for name in T.TABLES}
+    shards = staging.read_shards()
+    new_vectors = staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim))
+    append_to_cache(index_dir, new_vectors, dim)
+    manifest, writes = commit_index(
+        index_dir, tables, shards, embedding_model=model_id, dim=dim,
+        domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
+        config=config, parent_build_id=parent_build_id)
+    return manifest, writes

@@ -1,0 +1,19 @@
+"""Beam pipeline options with VDGR's defaults (FnApiRunner locally; any runner by flag)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+DEFAULT_RUNNER = "FnApiRunner"
+
+
+def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
+    """Parse standard Beam flags; add ``--runner=FnApiRunner`` when no runner is named.
+
+    Plain DirectRunner first tries to download the Prism binary, which fails offline.
+    """
+    args = list(beam_args)
+    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
+        args.append(f"--runner={DEFAULT_RUNNER}")
+    return PipelineOptions(args)

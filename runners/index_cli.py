@@ -1,0 +1,86 @@
+"""`vdgr index`: build an index from a corpus folder."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from runners.presets import PRESETS, apply_preset
+from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
+
+
+def add_build_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("corpus", help="corpus folder (one sub-folder per domain)")
+    p.add_argument("--index", required=True, help="index folder to write")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="direct",
+                   help="runner preset; any standard Beam flag given as well wins")
+    p.add_argument("--chunk-tokens", type=int, default=ChunkingConfig().max_tokens)
+    p.add_argument("--overlap-tokens", type=int, default=None,
+                   help="overlap between chunks (default: 7%% of --chunk-tokens)")
+    p.add_argument("--embedding", choices=["minilm", "hashing", "openai"], default="minilm")
+    p.add_argument("--embedding-base-url")
+    p.add_argument("--embedding-model")
+    p.add_argument("--batch-size", type=int, default=EmbeddingConfig().batch_size)
+    p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
+    p.add_argument("--llm-model")
+    p.add_argument("--llm-cache", help="sqlite file caching LLM answers")
+    p.add_argument("-q", "--quiet", action="store_true")
+
+
+def build_config(args) -> BuildConfig:
+    overlap = args.overlap_tokens
+    if overlap is None:
+        overlap = max(1, round(args.chunk_tokens * 0.07))
+    llm = None
+    if args.llm_base_url:
+        llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model or "default",
+                        cache_path=args.llm_cache)
+    return BuildConfig(
+        corpus=args.corpus, index=args.index,
+        chunking=ChunkingConfig(max_tokens=args.chunk_tokens, overlap_tokens=overlap),
+        embedding=EmbeddingConfig(kind=args.embedding, base_url=args.embedding_base_url,
+                                  model=args.embedding_model, batch_size=args.batch_size),
+        llm=llm,
+    )
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("index", help="build an index (Apache Beam pipeline)",
+                              description="Unknown --flags are passed to Beam as pipeline options.")
+    add_build_arguments(p)
+    p.set_defaults(func=run, accepts_beam_args=True)
+
+
+def print_report(report, out=sys.stdout) -> None:
+    m = report.manifest
+    print(f"\nindex {m.build_id} committed in {report.wall_s:.1f} s", file=out)
+    for name, rows in sorted(report.rows.items()):
+        print(f"  {name:<14}{rows:>9,d} rows", file=out)
+    print(f"  dead letters  {report.dead_letters:>9,d} of {report.documents_seen:,d} files", file=out)
+    print(f"  embeddings    {report.embeddings_computed:>9,d} computed, "
+          f"{report.embeddings_from_cache:,d} from cache", file=out)
+    print(f"  BM25 shards   {len(m.tantivy_shards):>9,d}", file=out)
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in report.stage_s.items())
+    print(f"  stages (s)    {stages}", file=out)
+
+
+def run(args, beam_args) -> int:
+    from pipelines.run_build import run_build
+
+    _setup_logging(args.quiet)
+    config = build_config(args)
+    report = run_build(config, apply_preset(args.preset, beam_args), progress=_progress(args.quiet))
+    print_report(report)
+    return 0
+
+
+def _progress(quiet: bool):
+    def say(line: str) -> None:
+        if not quiet:
+            print(f"[vdgr] {line}", file=sys.stderr, flush=True)
+    return say
+
+
+def _setup_logging(quiet: bool) -> None:
+    logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s")
+    logging.getLogger("vdgr").setLevel(logging.WARNING if quiet else logging.INFO)

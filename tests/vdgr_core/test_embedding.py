@@ -1,0 +1,122 @@
+"""Embedders: the hashing fake, the OpenAI-compatible endpoint, and (integration) MiniLM."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from schemas.config import EmbeddingConfig
+from schemas.errors import ConfigError
+from vdgr_core.embedding import (
+    Embedder,
+    EmbeddingError,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    embedding_key,
+    make_embedder,
+)
+
+
+def _unit_rows(mat: np.ndarray) -> bool:
+    return bool(np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-5))
+
+
+def test_hashing_deterministic_normalized_shape():
+    emb = HashingEmbedder(dim=64)
+    texts = ["Reset the router", "battery charging time", "", "!!!"]
+    a, b = emb.embed(texts), HashingEmbedder(dim=64).embed(texts)
+    assert a.dtype == np.float32 and a.shape == (4, 64)
+    assert np.array_equal(a, b)
+    assert _unit_rows(a)
+    assert emb.embed([]).shape == (0, 64)
+    assert isinstance(emb, Embedder)
+
+
+def test_hashing_similarity_ordering():
+    emb = HashingEmbedder()
+    q, near, far = emb.embed([
+        "reset the router to factory settings",
+        "how to reset the router to factory defaults",
+        "battery charging time of the remote",
+    ])
+    assert float(q @ near) > float(q @ far)
+    assert float(q @ q) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_embedding_key_and_registry():
+    assert embedding_key("m", "t") == embedding_key("m", "t")
+    assert embedding_key("m", "t") != embedding_key("m2", "t")
+    assert len(embedding_key("m", "t")) == 64
+    emb = make_embedder(EmbeddingConfig(kind="hashing", dim=32))
+    assert isinstance(emb, HashingEmbedder) and emb.dim == 32
+
+
+def test_import_does_not_load_torch():
+    code = "import sys, vdgr_core.embedding; assert 'torch' not in sys.modules; assert 'apache_beam' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _openai_cfg(server, **kw) -> EmbeddingConfig:
+    return EmbeddingConfig(kind="openai", base_url=server.url, model="embed-test", dim=8, **kw)
+
+
+def test_openai_embedder_batches_and_normalizes(openai_server):
+    emb = make_embedder(_openai_cfg(openai_server, batch_size=2))
+    assert isinstance(emb, OpenAIEmbedder) and emb.model_id == "openai:embed-test:8"
+    out = emb.embed(["a", "b", "c", "a"])
+    assert out.shape == (4, 8) and out.dtype == np.float32 and _unit_rows(out)
+    assert np.allclose(out[0], out[3])
+    reqs = [r for r in openai_server.requests if r["_path"].endswith("/embeddings")]
+    assert [r["input"] for r in reqs] == [["a", "b"], ["c", "a"]]
+    assert emb.embed([]).shape == (0, 8)
+
+
+def test_openai_embedder_retries_then_fails(openai_server):
+    default = openai_server.default_responder
+    replies = [(503, "busy")]
+
+    def responder(req):
+        return replies.pop(0) if replies else default(req)
+
+    openai_server.responder = responder
+    delays: list[float] = []
+    emb = OpenAIEmbedder(_openai_cfg(openai_server), backoff_s=0.1, sleep=delays.append)
+    assert emb.embed(["x"]).shape == (1, 8)
+    assert emb.calls == 2 and delays == [0.1]
+
+    openai_server.responder = lambda req: (401, "bad key")
+    with pytest.raises(EmbeddingError):
+        emb.embed(["x"])
+    assert emb.calls == 3
+
+
+def test_openai_embedder_wrong_dimension(openai_server):
+    emb = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=openai_server.url, model="m", dim=16))
+    with pytest.raises(EmbeddingError):
+        emb.embed(["x"])
+
+
+@pytest.mark.integration
+def test_minilm_real_model_semantics():
+    emb = make_embedder(EmbeddingConfig(kind="minilm", bf16=True))
+    assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16" and emb.dim == 384
+    q, near, far = emb.embed([
+        "reset the router to factory settings",
+        "restore factory defaults of the router",
+        "battery charging time",
+    ])
+    assert float(q @ near) > float(q @ far)
+    out = emb.embed(["one", "two words", "a somewhat longer sentence about firmware updates"])
+    assert out.shape == (3, 384) and out.dtype == np.float32 and _unit_rows(out)
+    assert emb.embed([]).shape == (0, 384)
+
+
+@pytest.mark.integration
+def test_minilm_fp32_and_dimension_check():
+    fp32 = make_embedder(EmbeddingConfig(kind="minilm", bf16=False))
+    assert fp32.model_id.endswith(":fp32")
+    assert _unit_rows(fp32.embed(["hello"]))
+    with pytest.raises(ConfigError):
+        make_embedder(EmbeddingConfig(kind="minilm", dim=128))

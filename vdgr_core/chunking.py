@@ -1,0 +1,269 @@
+"""Recursive chunking of section text, and turning a parsed document into nodes + chunks."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from schemas.config import ChunkingConfig
+from schemas.errors import ConfigError, DeadLetterReason, DocumentError
+from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask, ParsedDocument
+from vdgr_core import ids
+from vdgr_core.metadata import apply_front_matter
+from vdgr_core.sentences import split_sentences
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Count word runs and single punctuation marks.
+
+    Examples
+    --------
+    >>> count_tokens("Reset the X2, then wait.")
+    7
+    """
+    return len(_TOKEN.findall(text))
+
+
+# ---------------------------------------------------------------------------- splitting
+
+def _split_words(text: str) -> list[str]:
+    return text.split()
+
+
+def _split_paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def _split_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.split("\n") if ln.strip()]
+
+
+# (splitter, separator used when packing its pieces back together)
+_LEVELS: tuple[tuple[Callable[[str], list[str]], str], ...] = (
+    (_split_paragraphs, "\n\n"),
+    (_split_lines, "\n"),
+    (split_sentences, " "),
+    (_split_words, " "),
+)
+
+
+def _hard_split(word: str, max_tokens: int) -> list[str]:
+    """Split one whitespace-free string with too many tokens at token starts."""
+    starts = [m.start() for m in _TOKEN.finditer(word)][::max_tokens]
+    return [word[a:b] for a, b in zip(starts, starts[1:] + [len(word)]) if word[a:b]]
+
+
+def _pack(pieces: list[str], sep: str, max_tokens: int) -> list[str]:
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        n = count_tokens(piece)
+        if current and size + n > max_tokens:
+            out.append(sep.join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += n
+    if current:
+        out.append(sep.join(current))
+    return out
+
+
+def _split(text: str, max_tokens: int, level: int) -> list[str]:
+    if count_tokens(text) <= max_tokens:
+        return [text]
+    if level >= len(_LEVELS):
+        return _hard_split(text, max_tokens)
+    splitter, sep = _LEVELS[level]
+    pieces = splitter(text)
+    if len(pieces) <= 1:
+        return _split(pieces[0] if pieces else text, max_tokens, level + 1)
+    small: list[str] = []
+    for piece in pieces:
+        small.extend(_split(piece, max_tokens, level + 1) if count_tokens(piece) > max_tokens
+                     else [piece])
+    return _pack(small, sep, max_tokens)
+
+
+def _tail(text: str, overlap_tokens: int) -> str:
+    """The longest run of whole words at the end of ``text`` with <= overlap_tokens tokens."""
+    if overlap_tokens <= 0:
+        return ""
+    words = list(re.finditer(r"\S+", text))
+    total, start = 0, None
+    for m in reversed(words):
+        n = count_tokens(m.group())
+        if total + n > overlap_tokens:
+            break
+        total += n
+        start = m.start()
+    return text[start:] if start is not None else ""
+
+
+def split_text(text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
+    """Split text into chunks of at most ``max_tokens`` tokens plus an overlap.
+
+    Splits recursively on paragraphs, then lines, then sentences, then words, and packs
+    adjacent pieces up to ``max_tokens``. Every chunk after the first starts with the
+    last whole words (at most ``overlap_tokens`` tokens) of the previous chunk.
+
+    Parameters
+    ----------
+    text:
+        Text to split.
+    max_tokens:
+        Budget of a chunk before its overlap.
+    overlap_tokens:
+        Budget of the overlap prefix.
+
+    Returns
+    -------
+    list of str
+        Chunks in order; [] for blank text. No chunk has more than
+        ``max_tokens + overlap_tokens`` tokens and every word of ``text`` is kept.
+    """
+    if not text.strip():
+        return []
+    base = [c for c in _split(text.strip(), max_tokens, 0) if c.strip()]
+    out = base[:1]
+    for prev, chunk in zip(base, base[1:]):
+        tail = _tail(prev, overlap_tokens)
+        out.append(f"{tail} {chunk}" if tail else chunk)
+    return out
+
+
+# ---------------------------------------------------------------------------- documents
+
+@dataclass(frozen=True)
+class DocumentChunks:
+    """A parsed document as directory nodes (document + headings) and chunks."""
+
+    title: str
+    meta: DocMeta
+    directories: tuple[DirectoryNode, ...]
+    chunks: tuple[Chunk, ...]
+
+
+def folder_nodes(task: DocumentTask) -> tuple[DirectoryNode, ...]:
+    """The domain node and one node per folder above a document, outermost first.
+
+    Each node takes version and ACL from its own entry of ``task.folder_metas``
+    (``task.meta`` when those are missing).
+
+    Returns
+    -------
+    tuple of DirectoryNode
+    """
+    nodes: list[DirectoryNode] = []
+    parent = ""
+    for depth in range(len(task.folder_titles) + 1):
+        meta = task.folder_metas[depth] if depth < len(task.folder_metas) else task.meta
+        full_path = (task.domain, *task.folder_titles[:depth])
+        node = DirectoryNode(
+            node_id=ids.directory_id(task.domain, meta.version, full_path),
+            full_path=full_path,
+            parent_id=parent,
+            domain=task.domain,
+            collection=task.collection if depth else "",
+            version=meta.version,
+            title=full_path[-1],
+            level=len(full_path) - 1,
+            kind="folder" if depth else "domain",
+            acl=meta.acl,
+        )
+        nodes.append(node)
+        parent = node.node_id
+    return tuple(nodes)
+
+
+def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingConfig) -> DocumentChunks:
+    """Turn a parsed document into its directory nodes and chunks.
+
+    Parameters
+    ----------
+    task:
+        Where the document sits in the corpus and its folder metadata.
+    parsed:
+        Output of ``vdgr_core.parsing.parse_document``.
+    config:
+        Chunk size and overlap.
+
+    Returns
+    -------
+    DocumentChunks
+        The document node and one node per distinct heading path (document order),
+        and chunks of every section's text, deduplicated by id, numbered in order.
+
+    Raises
+    ------
+    DocumentError
+        PARSE_ERROR when the front matter holds invalid metadata (e.g. a bad ACL group).
+    """
+    try:
+        meta = apply_front_matter(task.meta, parsed.meta())
+    except ConfigError as e:
+        raise DocumentError(DeadLetterReason.PARSE_ERROR, f"front matter: {e}") from None
+    title = parsed.title or meta.title or task.rel_path.rsplit("/", 1)[-1]
+    meta = replace(meta, title=title)
+    version, acl = meta.version, meta.acl
+    doc_path = (task.domain, *task.folder_titles, title)
+    doc_node = DirectoryNode(
+        node_id=ids.directory_id(task.domain, version, doc_path),
+        full_path=doc_path,
+        parent_id=folder_nodes(task)[-1].node_id,
+        domain=task.domain,
+        collection=task.collection,
+        version=version,
+        title=title,
+        level=len(doc_path) - 1,
+        kind="document",
+        acl=acl,
+        source=task.rel_path,
+    )
+    nodes: dict[tuple[str, ...], DirectoryNode] = {doc_path: doc_node}
+    chunks: list[Chunk] = []
+    seen: set[str] = set()
+    doc_id = ids.doc_id(task.rel_path)
+    for section in parsed.sections:
+        full_path = doc_path + section.heading_path
+        node = nodes.get(full_path)
+        if node is None:
+            parent = nodes.get(full_path[:-1], doc_node)
+            node = DirectoryNode(
+                node_id=ids.directory_id(task.domain, version, full_path),
+                full_path=full_path,
+                parent_id=parent.node_id,
+                domain=task.domain,
+                collection=task.collection,
+                version=version,
+                title=section.title,
+                level=len(full_path) - 1,
+                kind="section",
+                acl=acl,
+                source=task.rel_path,
+            )
+            nodes[full_path] = node
+        for text in split_text(section.text, config.max_tokens, config.overlap_tokens):
+            cid = ids.chunk_id(task.rel_path, text)
+            if cid in seen:
+                continue
+            seen.add(cid)
+            chunks.append(Chunk(
+                chunk_id=cid,
+                doc_id=doc_id,
+                text=text,
+                source=task.rel_path,
+                title=section.title if section.heading_path else title,
+                path=full_path,
+                parent_id=node.node_id,
+                domain=task.domain,
+                collection=task.collection,
+                version=version,
+                acl=acl,
+                position=len(chunks),
+                n_tokens=count_tokens(text),
+            ))
+    return DocumentChunks(title=title, meta=meta, directories=tuple(nodes.values()),
+                          chunks=tuple(chunks))

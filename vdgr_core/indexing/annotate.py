@@ -1,0 +1,80 @@
+"""Per-chunk annotation: a summary and the technical terms, offline or with one LLM call."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+from schemas.records import Chunk, Term
+from vdgr_core.cooccurrence import mention_counts, sentence_cooccurrences
+from vdgr_core.entities import extract_terms, normalize_term
+from vdgr_core.summarize import extractive_summary
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """One entity as seen in one chunk (the unit the entity merge combines)."""
+
+    domain: str
+    norm: str
+    name: str
+    kind: str
+    score: float
+    mentions: int
+    chunk_id: str
+    doc_id: str
+
+
+@dataclass(frozen=True)
+class AnnotatedChunk:
+    chunk: Chunk                                    # with summary and entities filled in
+    mentions: tuple[EntityMention, ...]
+    pairs: tuple[tuple[str, str, int], ...]         # (norm_a, norm_b, sentences), a < b
+
+
+def annotate_offline(chunk: Chunk, *, max_terms: int, summary_sentences: int,
+                     summary_max_chars: int) -> AnnotatedChunk:
+    """Extractive summary + statistical technical terms + sentence co-occurrence."""
+    summary = extractive_summary(chunk.text, chunk.title, summary_sentences, summary_max_chars)
+    terms = extract_terms(chunk.text, max_terms=max_terms)
+    return _finish(chunk, summary, terms)
+
+
+def annotate_with_llm(chunk: Chunk, client, *, max_terms: int) -> AnnotatedChunk:
+    """One structured LLM call returns both the summary and the entities with importance."""
+    from vdgr_core.llm.indexing_tasks import annotate_chunk
+
+    ann = annotate_chunk(client, chunk.title, chunk.text)
+    terms = []
+    seen = set()
+    for e in ann.entities:
+        norm = normalize_term(e.name)
+        if not norm or norm in seen:
+            continue
+        seen.add(norm)
+        terms.append(Term(name=e.name.strip(), norm=norm, kind="llm",
+                          score=float(min(1.0, max(0.0, e.importance)))))
+    terms.sort(key=lambda t: (-t.score, t.norm))
+    return _finish(chunk, ann.summary.strip(), terms[:max_terms])
+
+
+def _finish(chunk: Chunk, summary: str, terms: list[Term]) -> AnnotatedChunk:
+    norms = [t.norm for t in terms]
+    counts = mention_counts(chunk.text, norms)
+    by_norm = {t.norm: t for t in terms}
+    mentions = tuple(
+        EntityMention(chunk.domain, n, by_norm[n].name, by_norm[n].kind, by_norm[n].score,
+                      max(1, counts.get(n, 0)), chunk.chunk_id, chunk.doc_id)
+        for n in sorted(by_norm)
+    )
+    pairs = tuple(sorted((a, b, c) for (a, b), c in sentence_cooccurrences(chunk.text, norms).items() if c > 0))
+    annotated = dataclasses.replace(chunk, summary=summary, entities=tuple(sorted(by_norm)))
+    return AnnotatedChunk(annotated, mentions, pairs)
+
+
+def annotate(chunk: Chunk, client: Optional[object], *, max_terms: int, summary_sentences: int,
+             summary_max_chars: int) -> AnnotatedChunk:
+    if client is None:
+        return annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
+                                summary_max_chars=summary_max_chars)
+    return annotate_with_llm(chunk, client, max_terms=max_terms)

@@ -1,0 +1,79 @@
+"""Read, check, parse and chunk one document: the per-file work of the build, without Beam."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from schemas.config import BuildConfig
+from schemas.errors import DeadLetterReason, DocumentError
+from schemas.records import Chunk, DeadLetter, DirectoryNode, DocMeta, DocumentTask
+from vdgr_core.chunking import chunk_document
+from vdgr_core.ids import content_hash, doc_id
+from vdgr_core.parsing import format_for_path, parse_document
+from vdgr_core.parsing.decode import decode_document
+
+
+@dataclass(frozen=True)
+class IndexedDocument:
+    """A document that parsed: its documents-table row, directory nodes and chunks."""
+
+    task: DocumentTask
+    doc_id: str
+    title: str
+    meta: DocMeta
+    content_hash: str
+    directories: tuple[DirectoryNode, ...]
+    chunks: tuple[Chunk, ...]
+
+
+def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> IndexedDocument:
+    """Decode, parse and chunk ``data`` (the bytes of ``task``'s file).
+
+    Raises
+    ------
+    DocumentError
+        With the dead-letter reason when the document cannot be indexed.
+    """
+    fmt = format_for_path(task.rel_path)
+    if fmt is None:
+        raise DocumentError(DeadLetterReason.UNSUPPORTED, f"no parser for {task.rel_path!r}")
+    text = decode_document(data, config.limits.max_file_bytes)
+    fallback = task.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    try:
+        parsed = parse_document(text, fmt, fallback)
+    except DocumentError:
+        raise
+    except Exception as e:  # a parser bug must not stop the build: dead-letter it, typed
+        raise DocumentError(DeadLetterReason.PARSE_ERROR, f"{type(e).__name__}: {e}") from e
+    if len(parsed.sections) > config.limits.max_sections_per_doc:
+        raise DocumentError(DeadLetterReason.TOO_LARGE,
+                            f"{len(parsed.sections)} sections > {config.limits.max_sections_per_doc}")
+    chunked = chunk_document(task, parsed, config.chunking)
+    if not chunked.chunks:
+        raise DocumentError(DeadLetterReason.NO_CONTENT, "the document has no text to index")
+    return IndexedDocument(
+        task=task,
+        doc_id=doc_id(task.rel_path),
+        title=chunked.title,
+        meta=chunked.meta,
+        content_hash=content_hash(data),
+        directories=chunked.directories,
+        chunks=chunked.chunks,
+    )
+
+
+def dead_letter_for(task: DocumentTask, data: bytes | None, error: DocumentError) -> DeadLetter:
+    return DeadLetter(
+        rel_path=task.rel_path,
+        domain=task.domain,
+        reason=error.reason.value,
+        detail=error.detail[:500],
+        content_hash=content_hash(data) if data is not None else "",
+        size_bytes=len(data) if data is not None else 0,
+    )
+
+
+def read_bytes_limited(open_fn: Callable, path: str, max_bytes: int) -> bytes:
+    """Read at most ``max_bytes + 1`` bytes so an enormous file is refused without loading it."""
+    with open_fn(path) as f:
+        return f.read(max_bytes + 1)

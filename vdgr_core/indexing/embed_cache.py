@@ -1,0 +1,77 @@
+"""Embedding with a content-hash cache, so unchanged texts are never embedded twice."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from schemas import tables as T
+from vdgr_core.embedding import embedding_key
+
+
+@dataclass(frozen=True)
+class EmbeddedBatch:
+    keys: tuple[str, ...]
+    vectors: np.ndarray          # (n, dim) float32
+    computed: tuple[bool, ...]   # False where the vector came from the cache
+
+
+class EmbeddingCache:
+    """Read side of the ``embedding_cache`` LanceDB table of an index (may not exist yet)."""
+
+    def __init__(self, index_uri: Optional[str]):
+        self._table = None
+        if index_uri:
+            from vdgr_core.store.lance_store import connect
+
+            db = connect(index_uri)
+            if T.EMBEDDING_CACHE in db.table_names(limit=1000):
+                self._table = db.open_table(T.EMBEDDING_CACHE)
+
+    def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        if self._table is None or not keys:
+            return {}
+        from lancedb.expr import col
+
+        found = self._table.search().where(col("key").isin(list(keys))).limit(len(keys) * 2 + 10).to_arrow()
+        vecs = found.column("vector").to_pylist()
+        return {k: np.asarray(v, dtype=np.float32) for k, v in zip(found.column("key").to_pylist(), vecs)}
+
+
+def embed_with_cache(embedder, cache: EmbeddingCache, items: Sequence[tuple[str, str]]) -> EmbeddedBatch:
+    """Embed (key, text) items, taking what the cache has and computing the rest."""
+    keys = [k for k, _ in items]
+    cached = cache.lookup(keys)
+    missing = [(i, t) for i, (k, t) in enumerate(items) if k not in cached]
+    out = np.zeros((len(items), embedder.dim), dtype=np.float32)
+    computed = [False] * len(items)
+    if missing:
+        vecs = embedder.embed([t for _, t in missing])
+        for (i, _), v in zip(missing, vecs):
+            out[i] = v
+            computed[i] = True
+    for i, k in enumerate(keys):
+        if k in cached:
+            out[i] = cached[k]
+    return EmbeddedBatch(tuple(keys), out, tuple(computed))
+
+
+def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
+    """Add new (key, vector) rows to the cache table; returns rows added."""
+    from vdgr_core.store.lance_store import connect
+
+    if rows.num_rows == 0:
+        return 0
+    db = connect(index_uri)
+    rows = rows.cast(T.embedding_cache_schema(dim))
+    if T.EMBEDDING_CACHE in db.table_names(limit=1000):
+        t = db.open_table(T.EMBEDDING_CACHE)
+        (t.merge_insert("key").when_not_matched_insert_all().execute(rows))
+    else:
+        db.create_table(T.EMBEDDING_CACHE, data=rows)
+    return rows.num_rows
+
+
+__all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "embedding_key"]

@@ -1,0 +1,49 @@
+"""Conversion of records to rows of the index tables (schemas.tables)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from schemas.records import Chunk, DeadLetter, DirectoryNode
+from schemas.tables import acl_text
+from vdgr_core.ids import content_hash, edge_id
+
+
+def content_embedding_text(path: Sequence[str], text: str) -> str:
+    """What is embedded for a content node: its section path (without the domain) and text."""
+    return " > ".join(path[1:]) + "\n" + text
+
+
+def directory_embedding_text(node: DirectoryNode) -> str:
+    head = " > ".join(node.full_path[1:]) or node.full_path[0]
+    return head + "\n" + node.summary
+
+
+def chunk_row(c: Chunk, vector) -> dict:
+    return {
+        "chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text, "source": c.source,
+        "title": c.title, "path": list(c.path), "parent_id": c.parent_id, "domain": c.domain,
+        "collection": c.collection, "version": c.version, "acl": sorted(c.acl),
+        "acl_text": acl_text(c.acl), "public": not c.acl, "position": c.position,
+        "n_tokens": c.n_tokens, "summary": c.summary, "entities": list(c.entities),
+        "text_hash": content_hash(c.text), "vector": [float(x) for x in vector],
+    }
+
+
+def directory_row(n: DirectoryNode, vector) -> dict:
+    return {
+        "node_id": n.node_id, "full_path": list(n.full_path), "path_text": " > ".join(n.full_path),
+        "parent_id": n.parent_id, "domain": n.domain, "collection": n.collection,
+        "version": n.version, "title": n.title, "level": n.level, "kind": n.kind,
+        "acl": sorted(n.acl), "acl_text": acl_text(n.acl), "public": not n.acl,
+        "source": n.source, "summary": n.summary, "vector": [float(x) for x in vector],
+    }
+
+
+def edge_row(kind: str, src: str, dst: str, domain: str, weight: float) -> dict:
+    return {"edge_id": edge_id(kind, src, dst), "kind": kind, "src": src, "dst": dst,
+            "domain": domain, "weight": float(weight)}
+
+
+def dead_letter_row(d: DeadLetter) -> dict:
+    return {"path": d.rel_path, "domain": d.domain, "reason": d.reason, "detail": d.detail,
+            "content_hash": d.content_hash, "size_bytes": d.size_bytes}

@@ -1,0 +1,114 @@
+"""Shared table-of-contents builder: flat (level, title, body) entries -> Sections."""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional, Sequence
+
+from schemas.records import ParsedDocument, Section
+
+Entry = tuple[int, str, str]   # (raw heading level, 0 for the preamble; title; body text)
+
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def normalize_body(text: str) -> str:
+    """Right-strip lines, collapse blank-line runs into one blank line, trim the ends.
+
+    Examples
+    --------
+    >>> normalize_body("a  \\n\\n\\n\\nb\\n")
+    'a\\n\\nb'
+    """
+    lines = [ln.rstrip() for ln in text.split("\n")]
+    return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _join_bodies(*bodies: str) -> str:
+    return "\n\n".join(b for b in bodies if b.strip())
+
+
+def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
+    """Turn ordered heading entries into Sections with their heading paths.
+
+    A heading closes every open heading of the same or a deeper raw level, so skipped
+    levels (h1 then h3) nest under the nearest shallower heading. ``Section.level`` is the
+    depth in the resulting tree (``len(heading_path)``). Entries of level <= 0 are
+    preamble text and become a Section titled "" (only when they hold text). A heading
+    with an empty title is not a section: its body joins the previous section.
+
+    Parameters
+    ----------
+    entries:
+        ``(level, title, body)`` in document order.
+
+    Returns
+    -------
+    tuple of Section
+    """
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    for level, title, body in entries:
+        body = normalize_body(body)
+        title = " ".join(title.split())
+        if level <= 0 or not title:
+            if not body:
+                continue
+            if sections and (level > 0 or sections[-1].level == 0):
+                prev = sections[-1]
+                sections[-1] = Section(prev.title, prev.level, prev.heading_path,
+                                       _join_bodies(prev.text, body))
+            else:
+                sections.append(Section("", 0, (), body))
+            continue
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        path = tuple(t for _, t in stack)
+        sections.append(Section(title, len(path), path, body))
+    return tuple(sections)
+
+
+def build_document(
+    entries: Sequence[Entry],
+    fallback_title: str,
+    explicit_title: Optional[str] = None,
+    metadata: tuple[tuple[str, object], ...] = (),
+    can_title: Optional[Sequence[bool]] = None,
+) -> ParsedDocument:
+    """Pick the document title and build its sections.
+
+    Title precedence: ``explicit_title`` (front matter, HTML ``<title>``) > first level-1
+    heading > ``fallback_title``. When the first heading is the only level-1 heading it
+    is the document title, not a section: its body joins the preamble and its
+    subsections become the top of the table of contents.
+
+    Parameters
+    ----------
+    entries:
+        ``(raw level, title, body)``; level 0 for text before the first heading.
+    fallback_title:
+        Title when nothing better exists (usually from the file name).
+    explicit_title:
+        A title declared by the document itself.
+    metadata:
+        Front matter as sorted ``(key, value)`` pairs.
+    can_title:
+        Per entry, whether that heading may serve as the document title (e.g. a
+        numbered clause "1 Scope" may not); all may when None.
+
+    Returns
+    -------
+    ParsedDocument
+    """
+    entries = [(lvl, " ".join(t.split()), b) for lvl, t, b in entries]
+    h1 = [i for i, e in enumerate(entries)
+          if e[0] == 1 and e[1] and (can_title is None or can_title[i])]
+    first_heading = next((i for i, e in enumerate(entries) if e[0] > 0 and e[1]), None)
+    h1_title = entries[h1[0]][1] if h1 else ""
+    if len(h1) == 1 and h1[0] == first_heading:
+        i = h1[0]
+        pre = _join_bodies(*(e[2] for e in entries[: i + 1]))
+        entries = [(0, "", pre)] + list(entries[i + 1:])
+    title = (explicit_title or "").strip() or h1_title or fallback_title
+    return ParsedDocument(title=" ".join(title.split()), sections=build_sections(entries),
+                          metadata=tuple(metadata))

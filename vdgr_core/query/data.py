@@ -1,0 +1,254 @@
+"""In-memory columns of an index, loaded once per :class:`KnowledgeBase`.
+
+Every search of the query module runs over these arrays with a boolean scope mask that is
+computed *before* any top-k selection, so rows a user may not see never become candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+
+from schemas import tables as T
+from vdgr_core.store.filters import SearchScope
+
+
+@dataclass(frozen=True)
+class QueryScope:
+    """A :class:`SearchScope` (groups, domains, versions) plus an optional collection filter.
+
+    Collections are what the DCD router may choose inside a domain; they narrow the search,
+    they are never an access rule (access is ``search.groups``).
+    """
+
+    search: SearchScope
+    collections: Optional[tuple[str, ...]] = None
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return self.search.groups
+
+    def with_domains(self, domains) -> "QueryScope":
+        return QueryScope(self.search.with_domains(domains), self.collections)
+
+
+def _vectors(table: pa.Table, dim: int) -> np.ndarray:
+    if table.num_rows == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    col = table.column("vector").combine_chunks()
+    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return np.ascontiguousarray(flat.reshape(table.num_rows, dim))
+
+
+def _strs(table: pa.Table, name: str) -> np.ndarray:
+    return np.array(table.column(name).to_pylist(), dtype=object)
+
+
+def _lists(table: pa.Table, name: str) -> list[tuple[str, ...]]:
+    return [tuple(v or ()) for v in table.column(name).to_pylist()]
+
+
+def _id_rank(ids: np.ndarray) -> np.ndarray:
+    """Rank of each row's id in sorted id order: the stable tie-break of every top-k."""
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids.astype(str), kind="stable")] = np.arange(len(ids))
+    return rank
+
+
+@dataclass
+class _Rows:
+    """Shared by contents and directories: ids, scope columns, vectors, masks."""
+
+    ids: np.ndarray
+    domain: np.ndarray
+    collection: np.ndarray
+    version: np.ndarray
+    acl: list[tuple[str, ...]]
+    vectors: np.ndarray
+    id_rank: np.ndarray = field(init=False)
+    index: dict[str, int] = field(init=False)
+    _visible: dict[tuple[str, ...], np.ndarray] = field(init=False, default_factory=dict)
+
+    def __post_init__(self):
+        self.id_rank = _id_rank(self.ids)
+        self.index = {str(i): n for n, i in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def visible(self, groups: tuple[str, ...]) -> np.ndarray:
+        """Rows whose ACL lets ``groups`` see them (public rows are visible to all)."""
+        key = tuple(sorted(set(groups)))
+        if key not in self._visible:
+            gs = set(key)
+            self._visible[key] = np.fromiter(
+                (not acl or bool(gs.intersection(acl)) for acl in self.acl), dtype=bool, count=len(self.acl))
+        return self._visible[key]
+
+    def mask(self, scope: QueryScope) -> np.ndarray:
+        """Visible rows inside the scope's domains, versions and collections."""
+        m = self.visible(scope.groups).copy()
+        s = scope.search
+        if s.domains is not None:
+            m &= np.isin(self.domain, np.array(list(s.domains), dtype=object))
+        if s.versions is not None:
+            m &= np.isin(self.version, np.array(list(s.versions), dtype=object))
+        if scope.collections is not None:
+            m &= np.isin(self.collection, np.array(list(scope.collections), dtype=object))
+        return m
+
+    def similarities(self, qvec: np.ndarray) -> np.ndarray:
+        if len(self) == 0:
+            return np.zeros(0, dtype=np.float32)
+        return self.vectors @ np.asarray(qvec, dtype=np.float32)
+
+
+def top_k(scores: np.ndarray, mask: np.ndarray, k: int, id_rank: np.ndarray) -> list[tuple[int, float]]:
+    """Best ``k`` (row, score) among rows where ``mask`` is True; ties broken by id.
+
+    The mask is applied before selection (pre-filter), never after.
+    """
+    cand = np.flatnonzero(mask)
+    if k <= 0 or cand.size == 0:
+        return []
+    s = scores[cand]
+    order = np.lexsort((id_rank[cand], -s))[:k]
+    return [(int(cand[i]), float(s[i])) for i in order]
+
+
+@dataclass
+class Contents(_Rows):
+    """Content nodes (chunks)."""
+
+    text: list[str] = field(default_factory=list)
+    title: list[str] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+    path: list[tuple[str, ...]] = field(default_factory=list)
+    parent_id: list[str] = field(default_factory=list)
+    position: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    entities: list[tuple[str, ...]] = field(default_factory=list)
+
+
+@dataclass
+class Directories(_Rows):
+    """Directory nodes (domain, folders, documents, sections)."""
+
+    full_path: list[tuple[str, ...]] = field(default_factory=list)
+    parent_id: list[str] = field(default_factory=list)
+    title: list[str] = field(default_factory=list)
+    level: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    kind: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Entities:
+    """Entity nodes; ``by_norm`` maps (domain, normalized name) to the row."""
+
+    ids: np.ndarray
+    name: list[str]
+    norm: list[str]
+    domain: np.ndarray
+    importance: np.ndarray
+    vectors: np.ndarray
+    id_rank: np.ndarray = field(init=False)
+    index: dict[str, int] = field(init=False)
+    by_norm: dict[tuple[str, str], int] = field(init=False)
+
+    def __post_init__(self):
+        self.id_rank = _id_rank(self.ids)
+        self.index = {str(i): n for n, i in enumerate(self.ids)}
+        self.by_norm = {(str(d), n): i for i, (d, n) in enumerate(zip(self.domain, self.norm))}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class Edges:
+    kind: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    domain: np.ndarray
+    weight: np.ndarray
+
+
+@dataclass
+class IndexData:
+    """All columns the query side needs, plus the directory tree."""
+
+    contents: Contents
+    directories: Directories
+    entities: Entities
+    edges: Edges
+    dir_children: dict[int, list[int]] = field(init=False)
+    dir_contents: dict[int, list[int]] = field(init=False)
+
+    def __post_init__(self):
+        d = self.directories
+        self.dir_children = {}
+        for i, pid in enumerate(d.parent_id):
+            p = d.index.get(pid or "")
+            if p is not None:
+                self.dir_children.setdefault(p, []).append(i)
+        self.dir_contents = {}
+        for i, pid in enumerate(self.contents.parent_id):
+            p = d.index.get(pid or "")
+            if p is not None:
+                self.dir_contents.setdefault(p, []).append(i)
+        for lst in (*self.dir_children.values(), *self.dir_contents.values()):
+            lst.sort()
+
+    def descendant_contents(self, dir_idx: int, max_nodes: int = 100_000) -> list[int]:
+        """Content rows anywhere under directory ``dir_idx`` (top-down, document order)."""
+        out: list[int] = []
+        stack = [dir_idx]
+        seen = 0
+        while stack and seen < max_nodes:
+            node = stack.pop()
+            seen += 1
+            out.extend(self.dir_contents.get(node, ()))
+            stack.extend(reversed(self.dir_children.get(node, ())))
+        return out
+
+    def parent_dir(self, dir_idx: int) -> Optional[int]:
+        return self.directories.index.get(self.directories.parent_id[dir_idx] or "")
+
+
+def load_index_data(reader) -> IndexData:
+    """Read the five tables of ``reader`` (an IndexReader) into memory once."""
+    dim = reader.dim
+    c = reader.arrow(T.CONTENTS)
+    contents = Contents(
+        ids=_strs(c, "chunk_id"), domain=_strs(c, "domain"), collection=_strs(c, "collection"),
+        version=_strs(c, "version"), acl=_lists(c, "acl"), vectors=_vectors(c, dim),
+        text=c.column("text").to_pylist(), title=c.column("title").to_pylist(),
+        source=c.column("source").to_pylist(), path=_lists(c, "path"),
+        parent_id=c.column("parent_id").to_pylist(),
+        position=np.array(c.column("position").to_pylist(), dtype=np.int64),
+        entities=_lists(c, "entities"),
+    )
+    d = reader.arrow(T.DIRECTORIES)
+    directories = Directories(
+        ids=_strs(d, "node_id"), domain=_strs(d, "domain"), collection=_strs(d, "collection"),
+        version=_strs(d, "version"), acl=_lists(d, "acl"), vectors=_vectors(d, dim),
+        full_path=_lists(d, "full_path"), parent_id=d.column("parent_id").to_pylist(),
+        title=d.column("title").to_pylist(),
+        level=np.array(d.column("level").to_pylist(), dtype=np.int64),
+        kind=d.column("kind").to_pylist(), summary=[s or "" for s in d.column("summary").to_pylist()],
+    )
+    e = reader.arrow(T.ENTITIES)
+    entities = Entities(
+        ids=_strs(e, "entity_id"), name=e.column("name").to_pylist(), norm=e.column("norm").to_pylist(),
+        domain=_strs(e, "domain"),
+        importance=np.array(e.column("importance").to_pylist(), dtype=np.float64),
+        vectors=_vectors(e, dim),
+    )
+    g = reader.arrow(T.EDGES)
+    edges = Edges(
+        kind=_strs(g, "kind"), src=_strs(g, "src"), dst=_strs(g, "dst"), domain=_strs(g, "domain"),
+        weight=np.array(g.column("weight").to_pylist(), dtype=np.float64),
+    )
+    return IndexData(contents, directories, entities, edges)

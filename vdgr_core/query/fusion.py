@@ -1,0 +1,59 @@
+"""Reciprocal rank fusion of ranked lists, keeping which route found each item."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+
+@dataclass
+class Ranked:
+    """A ranked list of content rows from one route: ``hits`` are (row, score), best first."""
+
+    route: str
+    hits: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Fused:
+    row: int
+    score: float
+    routes: tuple[str, ...]
+
+
+def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = None) -> list[Fused]:
+    """Fuse ranked lists: score(row) = sum over lists of 1 / (rrf_k + rank), rank from 1.
+
+    Parameters
+    ----------
+    lists : sequence of Ranked
+    rrf_k : int
+        The RRF constant (60 in the original paper).
+    id_rank : array, optional
+        Tie-break rank per row (by id); row number when None.
+    limit : int, optional
+        Keep at most this many results.
+
+    Returns
+    -------
+    list of Fused
+        Deduplicated on row, best first; ``routes`` lists every route that found the row, in
+        the order the lists were given.
+    """
+    scores: dict[int, float] = {}
+    routes: dict[int, list[str]] = {}
+    for lst in lists:
+        seen: set[int] = set()
+        for rank, (row, _score) in enumerate(lst.hits, 1):
+            if row in seen:
+                continue
+            seen.add(row)
+            scores[row] = scores.get(row, 0.0) + 1.0 / (rrf_k + rank)
+            r = routes.setdefault(row, [])
+            for name in lst.route.split("+"):
+                if name not in r:
+                    r.append(name)
+    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
+    order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
+    if limit is not None:
+        order = order[:limit]
+    return [Fused(r, scores[r], tuple(routes[r])) for r in order]

@@ -1,0 +1,51 @@
+"""Small lexical helpers shared by routing, selection, sufficiency and answers."""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from vdgr_core.store.tantivy_shard import _STOP
+
+_TOKEN = re.compile(r"[a-z0-9]+\+*")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased alphanumeric tokens; a trailing ``+`` stays part of the token (``s10+``)."""
+    return _TOKEN.findall((text or "").lower())
+
+
+def terms(text: str) -> list[str]:
+    """Distinct content words of ``text`` in order of first appearance (no stopwords)."""
+    seen: dict[str, None] = {}
+    for t in tokens(text):
+        if t not in _STOP and (len(t) > 1 or t.isdigit()):
+            seen.setdefault(t, None)
+    return list(seen)
+
+
+def _stem(t: str) -> str:
+    for suf in ("ing", "es", "ed", "s"):
+        if len(t) > len(suf) + 2 and t.endswith(suf):
+            return t[: -len(suf)]
+    return t
+
+
+def term_set(text: str) -> set[str]:
+    """Light-stemmed token set of ``text`` for overlap measures."""
+    return {_stem(t) for t in tokens(text)}
+
+
+def overlap(query_terms: Iterable[str], text: str) -> float:
+    """Fraction of ``query_terms`` (light-stemmed) present in ``text``; 0 when there are none."""
+    q = {_stem(t) for t in query_terms}
+    if not q:
+        return 0.0
+    return len(q & term_set(text)) / len(q)
+
+
+def missing_terms(query_terms: Iterable[str], texts: Iterable[str]) -> list[str]:
+    """The query terms not present in any of ``texts`` (order kept)."""
+    have: set[str] = set()
+    for t in texts:
+        have |= term_set(t)
+    return [t for t in query_terms if _stem(t) not in have]
