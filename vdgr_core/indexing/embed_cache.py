@@ -24,10 +24,10 @@ class EmbeddingCache:
     def __init__(self, index_uri: Optional[str]):
         self._table = None
         if index_uri:
-            from vdgr_core.store.lance_store import connect
+            from vdgr_core.store.lance_store import connect, has_table
 
             db = connect(index_uri)
-            if T.EMBEDDING_CACHE in db.table_names(limit=1000):
+            if has_table(db, T.EMBEDDING_CACHE):
                 self._table = db.open_table(T.EMBEDDING_CACHE)
 
     def lookup(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -60,13 +60,13 @@ def embed_with_cache(embedder, cache: EmbeddingCache, items: Sequence[tuple[str,
 
 def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     """Add new (key, vector) rows to the cache table; returns rows added."""
-    from vdgr_core.store.lance_store import connect
+    from vdgr_core.store.lance_store import connect, has_table
 
     if rows.num_rows == 0:
         return 0
     db = connect(index_uri)
     rows = rows.cast(T.embedding_cache_schema(dim))
-    if T.EMBEDDING_CACHE in db.table_names(limit=1000):
+    if has_table(db, T.EMBEDDING_CACHE):
         t = db.open_table(T.EMBEDDING_CACHE)
         (t.merge_insert("key").when_not_matched_insert_all().execute(rows))
     else:

@@ -38,6 +38,18 @@ def connect(uri: str):
     return lancedb.connect(uri.rstrip("/") + "/lance")
 
 
+def has_table(db, name: str) -> bool:
+    """True when the database holds table ``name`` (follows pagination)."""
+    token = None
+    while True:
+        page = db.list_tables(page_token=token) if token else db.list_tables()
+        if name in page.tables:
+            return True
+        token = page.page_token
+        if not token:
+            return False
+
+
 def sort_rows(name: str, table: pa.Table) -> pa.Table:
     key = KEY_COLUMN[name]
     if table.num_rows == 0:
@@ -51,7 +63,7 @@ def write_table(db, name: str, table: pa.Table) -> TableWrite:
     Older versions stay readable, so a reader pinned by the previous manifest is unaffected.
     """
     table = sort_rows(name, table)
-    if name in db.table_names(limit=1000):
+    if has_table(db, name):
         t = db.open_table(name)
         t.add(table, mode="overwrite")
     else:

@@ -1,0 +1,116 @@
+"""Directory backtracking: widen weak evidence with its neighbours in the table of contents.
+
+From the best evidence's directory node: first its sibling contents and sibling directories,
+then the parent's siblings with top-down descent into them, up to ``backtrack_depth`` levels.
+Offline, backtracking runs when the evidence covers the question's words weakly, and a level's
+candidates are kept when they mention missing words (or are the most similar ones); an LLM may
+make both decisions instead. Candidates are always inside the scope (ACL pre-filter).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from schemas.config import QueryConfig
+from schemas.errors import LLMError
+from vdgr_core.query.constrained import selection_model
+from vdgr_core.query.data import IndexData
+from vdgr_core.query.fusion import Fused
+from vdgr_core.query.reflection import evidence_text, judge_offline
+from vdgr_core.query.textutil import overlap
+from vdgr_core.query.trace import TraceRecorder
+
+PER_LEVEL = 3
+MAX_CANDIDATES = 20
+
+
+def _level_candidates(data: IndexData, node: int, depth: int, child: int | None) -> list[int]:
+    """Content rows reached at ``depth``: under ``node`` (depth 1) or under its other children."""
+    if depth == 1:
+        rows = list(data.dir_contents.get(node, ()))
+    else:
+        rows = []
+    for sib in data.dir_children.get(node, ()):
+        if sib != child:
+            rows.extend(data.descendant_contents(sib))
+    return rows
+
+
+def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequence[Fused],
+              cmask: np.ndarray, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[int]:
+    """Return content rows to add (route ``backtrack``), best first."""
+    c = data.contents
+    if not evidence or config.backtrack_depth == 0:
+        return []
+    j = judge_offline(question, evidence, c)
+    if j.sufficient:
+        trace.step("backtrack", "evidence covers the question: no backtracking", coverage=j.coverage)
+        return []
+    node = data.directories.index.get(c.parent_id[evidence[0].row] or "")
+    if node is None:
+        return []
+    have = {f.row for f in evidence}
+    sims = c.similarities(qvec)
+    added: list[int] = []
+    missing = list(j.missing)
+    child = None
+    for depth in range(1, config.backtrack_depth + 1):
+        rows = [r for r in dict.fromkeys(_level_candidates(data, node, depth, child))
+                if cmask[r] and r not in have and r not in added]
+        rows.sort(key=lambda r: (-(overlap(missing, evidence_text(c, r)) if missing else 0.0),
+                                 -float(sims[r]), int(c.id_rank[r])))
+        rows = rows[:MAX_CANDIDATES]
+        if rows:
+            if llm is not None:
+                picked = _llm_pick(llm, question, evidence, rows, data)
+                if picked is None:
+                    trace.step("backtrack", "LLM judge failed: offline choice used", depth=depth)
+                    picked = _offline_pick(rows, missing, c)
+                elif not picked:
+                    trace.step("backtrack", "LLM judged no backtracking needed", depth=depth)
+                    break
+            else:
+                picked = _offline_pick(rows, missing, c)
+            added.extend(picked)
+            trace.step("backtrack", f"depth {depth}: {len(rows)} candidates, {len(picked)} added",
+                       depth=depth, node=" > ".join(data.directories.full_path[node]))
+            j2 = judge_offline(question, [*evidence, *[Fused(r, 0.0, ()) for r in added]], c)
+            missing = list(j2.missing)
+            if not missing:
+                break
+        parent = data.parent_dir(node)
+        if parent is None:
+            break
+        child, node = node, parent
+    return added
+
+
+def _offline_pick(rows: list[int], missing: list[str], c) -> list[int]:
+    hit = [r for r in rows if missing and overlap(missing, evidence_text(c, r)) > 0]
+    return (hit or rows[:1])[:PER_LEVEL]
+
+
+def _llm_pick(llm, question, evidence, rows, data):
+    from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
+
+    c = data.contents
+    labels = [f"S{i + 1}" for i in range(len(rows))]
+    best = wrap_untrusted(evidence_text(c, evidence[0].row)[:1200], "EVIDENCE")
+    listing = "\n".join(f"{lab}: {wrap_untrusted(evidence_text(c, r)[:600], 'CANDIDATE')}"
+                        for lab, r in zip(labels, rows))
+    model = selection_model("BacktrackChoice", "labels", labels, extra={"backtrack": (bool, ...)})
+    system = ("Decide whether neighbouring sections are needed to answer the question beyond the "
+              f"current evidence; if so list up to {PER_LEVEL} candidate labels. Reply in JSON. "
+              + UNTRUSTED_NOTICE)
+    user = (f"Question:\n{wrap_untrusted(question, 'QUESTION')}\n\nCurrent best evidence:\n{best}"
+            f"\n\nCandidates:\n{listing}")
+    try:
+        r = llm.structured("backtrack", [{"role": "system", "content": system},
+                                         {"role": "user", "content": user}], model)
+    except LLMError:
+        return None
+    if not r.backtrack:
+        return []
+    by = dict(zip(labels, rows))
+    return list(dict.fromkeys(by[lab] for lab in r.labels))[:PER_LEVEL]

@@ -1,0 +1,204 @@
+"""``KnowledgeBase``: the query side of VDGR opened on one index build."""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.config import QueryConfig
+from schemas.errors import ConfigError, LLMError
+from vdgr_core.ids import stable_id
+from vdgr_core.query.answer import extractive_answer, llm_answer
+from vdgr_core.query.backtrack import backtrack
+from vdgr_core.query.data import IndexData, QueryScope, load_index_data
+from vdgr_core.query.fusion import Fused, Ranked, rrf
+from vdgr_core.query.graph_route import GraphRoute
+from vdgr_core.query.pipeline import Retriever
+from vdgr_core.query.reflection import judge, refine_offline
+from vdgr_core.query.rerank import make_reranker
+from vdgr_core.query.result import Evidence, QueryResult
+from vdgr_core.query.routing import Router
+from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.store.filters import SearchScope
+from vdgr_core.store.reader import IndexReader
+
+EXPANSIONS = 3
+
+
+class QueryItem(BaseModel):
+    """One line of a batch file: ``{"id", "question", optional "domain", "version", "groups"}``."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: Optional[str] = None
+    question: str
+    domain: Optional[str] = None
+    version: Optional[str] = None
+    groups: list[str] = Field(default_factory=list)
+
+
+class KnowledgeBase:
+    """Question answering over one index (see :meth:`open`).
+
+    Everything the queries need (content and directory columns, vectors, the entity graph per
+    domain on first use) is loaded once; queries then run in memory plus the tantivy shards.
+    Queries of one instance run one at a time (they share the LLM usage counters).
+    """
+
+    def __init__(self, reader: IndexReader, data: IndexData, config: QueryConfig, embedder, llm=None):
+        self.reader = reader
+        self.data = data
+        self.config = config
+        self.embedder = embedder
+        self.llm = llm
+        self.router = Router(data, reader.manifest.domains, reader, config, llm)
+        self.graph = GraphRoute(data, config)
+        self.retriever = Retriever(reader, data, config, make_reranker(config.reranker, llm), self.graph, llm)
+
+    @classmethod
+    def open(cls, index_dir: str, config: QueryConfig = QueryConfig(), embedder=None, llm=None) -> "KnowledgeBase":
+        """Open the index at ``index_dir`` (through its manifest).
+
+        Parameters
+        ----------
+        index_dir : str
+            The index folder.
+        config : QueryConfig
+        embedder : Embedder, optional
+            Defaults to ``make_embedder(config.embedding)``; it must be the model the index
+            was built with (same ``model_id`` and ``dim``), else ConfigError.
+        llm : LLMClient, optional
+            Defaults to ``LLMClient(config.llm)`` when ``config.llm`` is set; offline otherwise.
+
+        Raises
+        ------
+        schemas.errors.IndexError_
+            No readable manifest.
+        schemas.errors.ConfigError
+            The embedder does not match the index.
+        """
+        reader = IndexReader(index_dir)
+        if embedder is None:
+            from vdgr_core.embedding import make_embedder
+            embedder = make_embedder(config.embedding)
+        m = reader.manifest
+        if embedder.model_id != m.embedding_model or int(embedder.dim) != int(m.dim):
+            raise ConfigError(
+                f"embedder {embedder.model_id!r} (dim {embedder.dim}) does not match the index, "
+                f"built with {m.embedding_model!r} (dim {m.dim}); query with the same embedding model")
+        if llm is None and config.llm is not None:
+            from vdgr_core.llm.client import LLMClient
+            llm = LLMClient(config.llm)
+        return cls(reader, load_index_data(reader), config, embedder, llm)
+
+    # ------------------------------------------------------------------ API
+    def query(self, question: str, *, domain: Optional[str] = None, version: Optional[str] = None,
+              groups: Sequence[str] = (), k: Optional[int] = None, qid: Optional[str] = None) -> QueryResult:
+        """Answer ``question``.
+
+        Parameters
+        ----------
+        domain, version : str, optional
+            Hard filters (routing then only reports the explicit domain).
+        groups : sequence of str
+            The user's access groups; rows restricted to other groups are never candidates.
+        k : int, optional
+            Evidence items to return (default ``config.k``).
+        qid : str, optional
+            Result id (default: a digest of the question and filters).
+        """
+        return self._query(question, domain=domain, version=version, groups=tuple(groups), k=k, qid=qid)
+
+    def query_batch(self, items: Iterable[Union[QueryItem, dict]], k: Optional[int] = None) -> list[QueryResult]:
+        """Answer many questions (in order); question vectors are embedded in one batch."""
+        items = [i if isinstance(i, QueryItem) else QueryItem.model_validate(i) for i in items]
+        vecs = self.embedder.embed([i.question for i in items]) if items else []
+        return [self._query(i.question, domain=i.domain, version=i.version, groups=tuple(i.groups),
+                            k=k, qid=i.id, qvec=vecs[n]) for n, i in enumerate(items)]
+
+    # ------------------------------------------------------------------ internals
+    def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None) -> QueryResult:
+        cfg = self.config
+        k = k or cfg.k
+        trace = TraceRecorder(self.llm)
+        scope = SearchScope(groups=tuple(groups), domains=(domain,) if domain else None,
+                            versions=(version,) if version else None)
+        qid = qid or stable_id("query", question, domain or "", version or "", *sorted(groups), length=16)
+        with trace.stage("embed"):
+            if qvec is None:
+                qvec = self.embedder.embed([question])[0]
+            qvec = np.asarray(qvec, dtype=np.float32)
+        with trace.stage("routing"):
+            decision = self.router.route(question, qvec, QueryScope(scope), trace, domain=domain)
+        domains = decision.names
+        qscope = QueryScope(scope.with_domains(domains), decision.collections)
+        with trace.stage("retrieve"):
+            fused = self.retriever.retrieve(question, qvec, qscope, domains, trace)
+        cmask = self.data.contents.mask(qscope)
+        if cfg.backtrack:
+            with trace.stage("backtrack"):
+                fused = self._with_backtrack(question, qvec, fused, cmask, k, trace)
+        if cfg.reflection and cfg.reflection_rounds > 0:
+            with trace.stage("reflection"):
+                fused = self._reflect(question, fused, qscope, domains, cmask, k, trace)
+        evidence = [self._evidence(f) for f in fused[:k]]
+        with trace.stage("answer"):
+            answer = self._answer(question, evidence, trace)
+        return QueryResult(id=qid, question=question, answer=answer, routing=decision.domains,
+                           evidence=evidence, trace=trace.finish())
+
+    def _with_backtrack(self, question, qvec, fused: list[Fused], cmask, k, trace) -> list[Fused]:
+        top = fused[:k]
+        added = backtrack(self.data, question, qvec, top, cmask, self.config, trace, self.llm)
+        if not added:
+            return fused
+        added = added[: max(1, k // 3)]
+        keep = [f for f in top if f.row not in added][: k - len(added)]
+        floor = keep[-1].score if keep else 1.0
+        extra = [Fused(r, floor * (0.999 ** (i + 1)), ("backtrack",)) for i, r in enumerate(added)]
+        return keep + extra
+
+    def _reflect(self, question, fused, qscope, domains, cmask, k, trace) -> list[Fused]:
+        cfg, c = self.config, self.data.contents
+        asked = {question.strip()}
+        for rnd in range(1, cfg.reflection_rounds + 1):
+            j = judge(question, fused[:k], c, self.llm)
+            if j.sufficient:
+                trace.step("reflection", f"round {rnd}: sufficient", coverage=j.coverage, by=j.by)
+                break
+            refined = j.refined_query if j.by == "llm" and j.refined_query else None
+            if refined is None:
+                refined = refine_offline(question, j, self._expansions(question, qscope, domains))
+            if not refined or refined.strip() in asked:
+                trace.step("reflection", f"round {rnd}: insufficient, no new query", coverage=j.coverage,
+                           gap=j.gap, by=j.by)
+                break
+            asked.add(refined.strip())
+            trace.step("reflection", f"round {rnd}: insufficient, refined query", coverage=j.coverage,
+                       gap=j.gap, refined_query=refined, by=j.by)
+            rvec = np.asarray(self.embedder.embed([refined])[0], dtype=np.float32)
+            more = self.retriever.retrieve(refined, rvec, qscope, domains, trace)
+            fused = rrf([Ranked("+".join(f.routes), [(f.row, f.score)]) for f in []] or
+                        [_as_ranked(fused), _as_ranked(more)], cfg.rrf_k, c.id_rank)
+            fused = _keep_routes(fused, fused_before=None)
+        return [f for f in fused if cmask[f.row]]
+
+    def _expansions(self, question, qscope, domains) -> list[str]:
+        emask = self.graph.visible_entities(qscope, domains)
+        matched = self.graph.matched_entities(question, emask, domains)
+        return [self.data.entities.name[r] for r in self.graph.neighbours(matched, emask, EXPANSIONS)]
+
+    def _evidence(self, f: Fused) -> Evidence:
+        c = self.data.contents
+        r = f.row
+        return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
+                        source=c.source[r], path=list(c.path[r]), title=c.title[r], text=c.text[r],
+                        score=round(float(f.score), 8), routes=list(f.routes))
+
+    def _answer(self, question, evidence, trace) -> str:
+        if self.llm is not None and evidence:
+            try:
+                return llm_answer(self.llm, question, evidence)
+            except LLMError as exc:
+                trace.step("answer", "LLM answer failed: extractive answer used", error=str(exc)[:200])
+        return extractive_answer(question, evidence)
