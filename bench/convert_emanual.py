@@ -8,9 +8,9 @@ Layout, one domain per manual (``Galaxy_S10`` for the S10 file, the file stem ot
                                         title = its title; deeper levels are ## / ### / ####
 
 so the titles of a content node's path after the domain equal the section's
-``section_hierarchy`` titles ("Apps>Samsung apps>Camera>Camera settings" is the heading
-"## Camera settings"... wait: "### Camera settings" under "## Camera" in the document
-"Samsung apps" in the folder titled "Apps"). Level-1 headings are never written: the
+``section_hierarchy`` titles: "Apps>Samsung apps>Camera>Camera settings" is the heading
+"### Camera settings" under "## Camera" in the document "Samsung apps" in the folder
+titled "Apps". Level-1 headings are never written: the
 parser would take a lone ``#`` heading as the document title. Ordinal prefixes keep the
 manual's order and make names unique, so duplicate sibling titles need no renaming (their
 titles stay equal; the index merges their directory nodes by path). A top-level entry
@@ -53,6 +53,11 @@ def manual_files(include_others: bool) -> list[tuple[str, Path]]:
 def product_label(domain: str) -> str:
     """Human product name of a domain folder ("Galaxy_Note_10+" -> "Galaxy Note 10+")."""
     return domain.replace("_", " ")
+
+
+def entry_name(ordinal: int, title: str) -> str:
+    """Folder or file stem for the ``ordinal``-th TOC entry: ``"03-apps"``."""
+    return f"{ordinal:02d}-{slug(title)}"
 
 
 def _section_lines(secs: dict[str, Section], sid: str, level: int) -> list[str]:
@@ -100,7 +105,7 @@ def write_manual(src: Path, domain_dir: Path, product: str) -> dict:
     n_docs = 0
     for i, rid in enumerate(roots, 1):
         r = secs[rid]
-        folder = domain_dir / f"{i:02d}-{slug(r.title)}"
+        folder = domain_dir / entry_name(i, r.title)
         meta = {"title": r.title}
         extra = [p for p in r.paras if p not in _descendant_paras(secs, rid)]
         if extra and r.children:
@@ -112,7 +117,7 @@ def write_manual(src: Path, domain_dir: Path, product: str) -> dict:
                 text = front_matter({"title": r.title}) + "\n\n".join(md_paragraph(p) for p in (r.paras or [r.title])) + "\n"
             else:
                 text = document_text(secs, cid)
-            (folder / f"{j:02d}-{slug(secs[cid].title)}.md").write_text(text, encoding="utf-8")
+            (folder / (entry_name(j, secs[cid].title) + ".md")).write_text(text, encoding="utf-8")
             n_docs += 1
     return {"sections": len(secs), "documents": n_docs, "folders": len(roots)}
 
@@ -161,14 +166,18 @@ def _lower_first(q: str) -> str:
 
 def load_questions() -> list[dict]:
     """The 50 S10 questions with resolved gold (no ``domain`` key)."""
-    paths = manual_paths(emanual_root() / "s10_manual_corpus.json")
+    src = emanual_root() / "s10_manual_corpus.json"
+    paths = manual_paths(src)
+    roots, secs = load_manual(src)
+    folders = {secs[r].title: entry_name(i, secs[r].title) for i, r in enumerate(roots, 1)}
     out = []
     with open(emanual_root() / "s10_50_questions.csv", encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             raw = [t.strip() for t in row["section_path"].split(">")]
             path, how = resolve_gold(raw, paths)
+            coll = [folders[path[0]], path[0]] if path[0] in folders else [path[0]]
             out.append({"id": f"s10-{row['question_id']}", "question": " ".join(row["question"].split()),
-                        "gold": {"paths": [path], "domain": S10_DOMAIN, "collection": path[0],
+                        "gold": {"paths": [path], "domain": S10_DOMAIN, "collection": coll,
                                  "answer": row["answer"], "gold_path_raw": raw, "resolved": how}})
     return out
 

@@ -70,8 +70,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     os.makedirs(config.index, exist_ok=True)
     say(f"scanning {config.corpus}")
     scan = scan_corpus(config.corpus)
-    skipped = [DeadLetter(p, p.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
-                          "no parser for this file type") for p in scan.skipped]
+    skipped = [_skipped_letter(p) for p in scan.skipped]
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
         f" ({len(skipped)} files of unsupported types)")
     model_id, dim = model_identity(config)
@@ -105,6 +104,15 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         wall_s=time.perf_counter() - t0,
         stage_s=stage,
     )
+
+
+def _skipped_letter(rel_path: str) -> DeadLetter:
+    """A file the scan did not turn into a task, with why."""
+    if "/" not in rel_path:
+        return DeadLetter(rel_path, "", DeadLetterReason.UNSUPPORTED.value,
+                          "file at the corpus root is outside every domain folder")
+    return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
+                      "no parser for this file type")
 
 
 def _config_summary(config: BuildConfig) -> dict:

@@ -185,12 +185,15 @@ def collection_of(evidence: Mapping) -> Optional[str]:
     return None
 
 
-def c_match(result: Mapping, gold_domain: str, gold_collection: str) -> float:
+def c_match(result: Mapping, gold_domain: str, gold_collection) -> float:
     """1.0 when the routed domain and collection equal the gold ones, else 0.0.
 
     The collection comes from ``routing[0]["collection"]`` when the router reports one,
-    otherwise from the top-1 evidence item (see :func:`collection_of`).
+    otherwise from the top-1 evidence item (see :func:`collection_of`). ``gold_collection``
+    is a name or a list of accepted names (folder name and title).
     """
+    names = [gold_collection] if isinstance(gold_collection, str) else list(gold_collection)
+    names = {normalize_title(n) for n in names}
     routing = result.get("routing") or []
     if not d_match(routing, gold_domain):
         return 0.0
@@ -198,7 +201,7 @@ def c_match(result: Mapping, gold_domain: str, gold_collection: str) -> float:
     if coll is None:
         ev = result.get("evidence") or []
         coll = collection_of(ev[0]) if ev else None
-    return 1.0 if coll is not None and normalize_title(coll) == normalize_title(gold_collection) else 0.0
+    return 1.0 if coll is not None and normalize_title(coll) in names else 0.0
 
 
 def wrong_product(evidence: Sequence[Mapping], gold_domain: str) -> Optional[float]:

@@ -57,3 +57,17 @@ def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = N
     if limit is not None:
         order = order[:limit]
     return [Fused(r, scores[r], tuple(routes[r])) for r in order]
+
+
+def merge_fused(runs: Sequence[Sequence[Fused]], rrf_k: int, id_rank=None) -> list[Fused]:
+    """RRF over already-fused runs (e.g. before and after a refined query), uniting routes."""
+    scores: dict[int, float] = {}
+    routes: dict[int, list[str]] = {}
+    for run in runs:
+        for rank, f in enumerate(run, 1):
+            scores[f.row] = scores.get(f.row, 0.0) + 1.0 / (rrf_k + rank)
+            r = routes.setdefault(f.row, [])
+            r.extend(x for x in f.routes if x not in r)
+    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
+    order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
+    return [Fused(r, scores[r], tuple(routes[r])) for r in order]

@@ -12,7 +12,7 @@ from vdgr_core.ids import stable_id
 from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.data import IndexData, QueryScope, load_index_data
-from vdgr_core.query.fusion import Fused, Ranked, rrf
+from vdgr_core.query.fusion import Fused, merge_fused
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.pipeline import Retriever
 from vdgr_core.query.reflection import judge, refine_offline
@@ -178,9 +178,7 @@ class KnowledgeBase:
                        gap=j.gap, refined_query=refined, by=j.by)
             rvec = np.asarray(self.embedder.embed([refined])[0], dtype=np.float32)
             more = self.retriever.retrieve(refined, rvec, qscope, domains, trace)
-            fused = rrf([Ranked("+".join(f.routes), [(f.row, f.score)]) for f in []] or
-                        [_as_ranked(fused), _as_ranked(more)], cfg.rrf_k, c.id_rank)
-            fused = _keep_routes(fused, fused_before=None)
+            fused = merge_fused([fused, more], cfg.rrf_k, c.id_rank)
         return [f for f in fused if cmask[f.row]]
 
     def _expansions(self, question, qscope, domains) -> list[str]:
