@@ -202,3 +202,17 @@ def test_wrap_untrusted_neutralizes_delimiter_injection():
     assert wrap_untrusted(evil) == wrapped  # deterministic id
     assert wrap_untrusted("x", label="child summary").startswith("<<<CHILD_SUMMARY id=")
     assert "not instructions" in UNTRUSTED_NOTICE
+
+
+def test_map_structured_shares_cache_across_threads(openai_server, tmp_path):
+    def responder(req: dict):
+        n = int(req["messages"][0]["content"].split()[-1])
+        return json.dumps({"label": f"item {n}", "score": 0})
+
+    openai_server.responder = responder
+    batch = [_msgs(f"question {i}") for i in range(16)]
+    with _client(openai_server, tmp_path, max_concurrency=4) as client:
+        first = client.map_structured("b", batch, Answer)
+        second = client.map_structured("b", batch, Answer)
+        assert first == second
+        assert client.usage()["b"].calls == 16 and client.usage()["b"].cache_hits == 16

@@ -161,10 +161,20 @@ def source_matches(source: str, rel_path: str) -> bool:
     return bool(r) and len(s) >= len(r) and s[-len(r):] == r
 
 
-def d_match(routing: Sequence[Mapping], gold_domain: str) -> float:
-    """1.0 when the top routed domain is the gold domain, else 0.0 (also for no routing)."""
+def routing_decided(routing: Sequence[Mapping]) -> bool:
+    """False when the routing list makes no choice: several domains, all equally confident
+    (what the query module reports with routing off)."""
+    confs = {round(float(r.get("confidence", 0.0)), 6) for r in routing}
+    return not (len(routing) > 1 and len(confs) == 1)
+
+
+def d_match(routing: Sequence[Mapping], gold_domain: str) -> Optional[float]:
+    """1.0 when the top routed domain is the gold domain, else 0.0 (also for no routing);
+    None when the routing made no decision (see :func:`routing_decided`)."""
     if not routing:
         return 0.0
+    if not routing_decided(routing):
+        return None
     return 1.0 if routing[0].get("domain") == gold_domain else 0.0
 
 
@@ -185,8 +195,9 @@ def collection_of(evidence: Mapping) -> Optional[str]:
     return None
 
 
-def c_match(result: Mapping, gold_domain: str, gold_collection) -> float:
-    """1.0 when the routed domain and collection equal the gold ones, else 0.0.
+def c_match(result: Mapping, gold_domain: str, gold_collection) -> Optional[float]:
+    """1.0 when the routed domain and collection equal the gold ones, else 0.0; None when
+    the routing made no decision.
 
     The collection comes from ``routing[0]["collection"]`` when the router reports one,
     otherwise from the top-1 evidence item (see :func:`collection_of`). ``gold_collection``
@@ -195,7 +206,10 @@ def c_match(result: Mapping, gold_domain: str, gold_collection) -> float:
     names = [gold_collection] if isinstance(gold_collection, str) else list(gold_collection)
     names = {normalize_title(n) for n in names}
     routing = result.get("routing") or []
-    if not d_match(routing, gold_domain):
+    dm = d_match(routing, gold_domain)
+    if dm is None:
+        return None
+    if not dm:
         return 0.0
     coll = routing[0].get("collection")
     if coll is None:

@@ -6,7 +6,8 @@ A gold record is a dict with any of these keys (each enables its metrics):
     list of gold section paths (lists of titles): ``hit@k``/``mrr`` on distinct sections
     (tail match) and ``subtree_hit@k`` (the chunk sits in or below the gold section).
 ``sources``
-    list of corpus-relative files (passages, documents): ``src_recall@k``, ``src_mrr``.
+    list of corpus-relative files (passages, documents): ``src_recall@k`` (share of them
+    among the first k distinct files), ``src_hit@k`` (any of them), ``src_mrr``.
 ``domain``
     ``d_match`` (top routed domain) and ``wrong_product`` (top-1 evidence elsewhere).
 ``collection``
@@ -99,6 +100,7 @@ def score_result(result: Optional[Mapping], gold: Mapping, ks: Sequence[int] = D
         gold_keys = [("gold", g) for g in gold["sources"]]
         for k in ks:
             out[f"src_recall@{k}"] = recall_at_k(keys, gold_keys, k)
+            out[f"src_hit@{k}"] = hit_at_k(keys, gold_keys, k)
         out["src_mrr"] = reciprocal_rank(keys, gold_keys)
     if gold.get("domain"):
         out["d_match"] = d_match(result.get("routing") or [], gold["domain"])

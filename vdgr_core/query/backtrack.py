@@ -83,6 +83,8 @@ def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequen
         if parent is None:
             break
         child, node = node, parent
+    trace.step("backtrack", f"evidence weak (coverage {j.coverage}): {len(added)} contents added",
+               coverage=j.coverage, added=len(added))
     return added
 
 

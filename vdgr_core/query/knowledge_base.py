@@ -152,8 +152,11 @@ class KnowledgeBase:
         added = backtrack(self.data, question, qvec, top, cmask, self.config, trace, self.llm)
         if not added:
             return fused
-        added = added[: max(1, k // 3)]
-        keep = [f for f in top if f.row not in added][: k - len(added)]
+        n_add = min(len(added), max(1, k // 3), k - 1)   # the best evidence always stays
+        if n_add <= 0:
+            return fused
+        added = added[:n_add]
+        keep = [f for f in top if f.row not in added][: k - n_add]
         floor = keep[-1].score if keep else 1.0
         extra = [Fused(r, floor * (0.999 ** (i + 1)), ("backtrack",)) for i, r in enumerate(added)]
         return keep + extra

@@ -65,6 +65,13 @@ def test_routing_matches():
     assert c_match({"routing": routing[1:], "evidence": ev}, "zhk_a", "apartments") == 0.0
 
 
+def test_undecided_routing_gives_none():
+    flat = [{"domain": "a", "confidence": 0.5}, {"domain": "b", "confidence": 0.5}]
+    assert d_match(flat, "a") is None
+    assert c_match({"routing": flat, "evidence": []}, "a", "x") is None
+    assert d_match([{"domain": "a", "confidence": 1.0}], "a") == 1.0
+
+
 def test_collection_of_file_directly_under_domain_is_none():
     assert collection_of({"domain": "d", "source": "corpus/d/readme.md"}) is None
 

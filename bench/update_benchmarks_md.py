@@ -1,0 +1,71 @@
+"""Merge bench/out/<dataset>.json results into BENCHMARKS.md.
+
+Each data set owns one block between ``<!-- bench:<name>:begin -->`` and
+``<!-- bench:<name>:end -->``; a block is replaced in place, a new one is appended, and
+everything outside the blocks (hand-written text) is kept. The block carries the command,
+date and machine (``uname -a``, CPU count) recorded by ``bench.run_eval``.
+
+``python -m bench.update_benchmarks_md [--out bench/out] [--file BENCHMARKS.md] [names...]``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from bench.common import REPO
+from bench.markdown import render
+
+HEADER = """# Benchmarks
+
+Produced by `python -m bench.run_eval <dataset>` and merged by
+`python -m bench.update_benchmarks_md`. Rates are percentages over questions; R@k counts
+distinct sections (passages, documents) among the evidence; latency is the query's own
+wall time (`trace.timings_ms.total`). See bench/README.md for the data and the metrics.
+"""
+
+
+def merge_block(text: str, name: str, body: str) -> str:
+    """Replace (or append) the block of data set ``name`` in ``text``.
+
+    Examples
+    --------
+    >>> t = merge_block("# B\\n", "x", "one\\n")
+    >>> merge_block(t, "x", "two\\n").count("two"), merge_block(t, "x", "two\\n").count("one")
+    (1, 0)
+    """
+    begin, end = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if pattern.search(text):
+        return pattern.sub(lambda _: block, text, count=1)
+    return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list[str]:
+    """Merge the JSON reports of ``names`` (default: all in ``out_dir``); return the names."""
+    reports = sorted(out_dir.glob("*.json"))
+    if names:
+        reports = [p for p in reports if p.stem in names]
+    text = md_file.read_text(encoding="utf-8") if md_file.exists() else HEADER
+    done = []
+    for p in reports:
+        report = json.loads(p.read_text(encoding="utf-8"))
+        text = merge_block(text, report["dataset"], render(report))
+        done.append(report["dataset"])
+    md_file.write_text(text, encoding="utf-8")
+    return done
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="data sets to merge (default: every report)")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    ap.add_argument("--file", type=Path, default=REPO / "BENCHMARKS.md")
+    a = ap.parse_args(argv)
+    print("merged:", ", ".join(update(a.file, a.out, a.names)) or "nothing")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Run the real ``vdgr`` CLI (index and batch query) as subprocesses."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from bench.common import REPO, tree_hash
+
+
+
+def vdgr_command() -> list[str]:
+    """``.venv/bin/vdgr`` when installed, else ``python -m runners.cli`` in the repo."""
+    exe = REPO / ".venv" / "bin" / "vdgr"
+    if exe.exists():
+        return [str(exe)]
+    return [sys.executable, "-m", "runners.cli"]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run(args: list[str], log: Path) -> tuple[int, float]:
+    """Run ``vdgr ARGS`` in the repo root, stdout+stderr to ``log``; return (rc, seconds)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("$ " + " ".join(vdgr_command() + args) + "\n")
+        f.flush()
+        rc = subprocess.call(vdgr_command() + args, cwd=REPO, env=_env(), stdout=f, stderr=subprocess.STDOUT)
+    return rc, time.perf_counter() - t0
+
+
+@lru_cache(maxsize=1)
+def query_flags() -> frozenset:
+    """The ``--flags`` that ``vdgr query --help`` lists (empty when the CLI is missing)."""
+    p = subprocess.run(vdgr_command() + ["query", "--help"], cwd=REPO, env=_env(),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return frozenset()
+    return frozenset(re.findall(r"(--[a-z][a-z0-9-]*)", p.stdout))
+
+
+def supported(flags: list[str]) -> tuple[list[str], list[str]]:
+    """Split config flags into (supported, dropped); a dropped option drops its value too."""
+    known = query_flags()
+    keep, dropped = [], []
+    i = 0
+    while i < len(flags):
+        f = flags[i]
+        has_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
+        group = flags[i:i + 2] if has_value else [f]
+        (keep if f in known else dropped).extend(group)
+        i += len(group)
+    return keep, dropped
+
+
+def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) -> dict:
+    """Build ``index`` from ``corpus`` unless a committed index of the same corpus and
+    arguments is there already.
+
+    Returns
+    -------
+    dict
+        ``{"path", "reused", "build_s", "rc", "corpus_hash", "index_args"}``.
+
+    Raises
+    ------
+    RuntimeError
+        When ``vdgr index`` fails (see ``log``).
+    """
+    key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args)}
+    stamp = index.parent / f"{index.name}.stamp.json"     # beside the index, not inside it
+    info = {"path": str(index), **key}
+    if (index / "manifest.json").exists() and stamp.exists():
+        if json.loads(stamp.read_text(encoding="utf-8")) == key:
+            return {**info, "reused": True, "build_s": None, "rc": 0}
+    stamp.unlink(missing_ok=True)
+    rc, secs = run(["index", str(corpus), "--index", str(index), *index_args], log)
+    if rc != 0 or not (index / "manifest.json").exists():
+        raise RuntimeError(f"vdgr index failed (rc={rc}); see {log}")
+    stamp.write_text(json.dumps(key, indent=1), encoding="utf-8")
+    return {**info, "reused": False, "build_s": round(secs, 1), "rc": rc}

@@ -1,0 +1,39 @@
+"""Access control: a document restricted to group "hr" never leaks through any route."""
+import pytest
+
+from tests.support.tiny_index import SECRET_TITLE, SECRET_WORD
+
+ROUTE_SETS = [("bm25",), ("dense",), ("hybrid",), ("toc",), ("graph",), ("hybrid", "toc", "graph")]
+SECRET_SECTIONS = ("Engineering bands", "Band review")
+
+
+def _leaks(result, question) -> list[str]:
+    out = [e.chunk_id for e in result.evidence
+           if SECRET_TITLE in e.path or "Salary_Bands" in e.source or SECRET_WORD in e.text]
+    if SECRET_WORD.lower() in result.answer.lower().replace(SECRET_WORD.lower() + " band", ""):
+        out.append("answer")
+    dump = result.trace.model_dump_json().replace(question, "")
+    out += [s for s in SECRET_SECTIONS if s in dump]
+    return out
+
+
+@pytest.mark.parametrize("routes", ROUTE_SETS)
+@pytest.mark.parametrize("composition", ["parallel", "sequential"])
+def test_restricted_document_invisible_without_group(open_kb, routes, composition):
+    kb = open_kb(routes=routes, composition=composition, backtrack=True, backtrack_depth=3)
+    for q in (SECRET_TITLE, f"{SECRET_WORD} band E5 salary", "Engineering bands Band review"):
+        for kw in ({}, {"domain": "HR_Policies"}, {"groups": ["staff"]}):
+            r = kb.query(q, **kw)
+            assert _leaks(r, q) == [], (routes, q, kw)
+
+
+@pytest.mark.parametrize("routes", ROUTE_SETS)
+def test_restricted_document_found_with_group(open_kb, routes):
+    kb = open_kb(routes=routes)
+    r = kb.query(f"{SECRET_TITLE} {SECRET_WORD} band E5", groups=["hr"])
+    assert any(SECRET_TITLE in e.path for e in r.evidence), routes
+
+
+def test_routing_summaries_respect_acl(kb):
+    r = kb.query(SECRET_TITLE)
+    assert "Salary" not in str([s.data for s in r.trace.steps if s.stage == "routing"])

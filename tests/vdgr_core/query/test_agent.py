@@ -1,0 +1,101 @@
+"""Backtracking, reflection and answers."""
+import re
+
+import numpy as np
+
+from tests.support.tiny_index import SECRET_WORD
+from vdgr_core.query.backtrack import backtrack
+from vdgr_core.query.data import QueryScope
+from vdgr_core.query.fusion import Fused
+from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.store.filters import SearchScope
+
+
+def _row(kb, title, version, containing=""):
+    c = kb.data.contents
+    return next(r for r in range(len(c))
+                if c.title[r] == title and c.version[r] == version and containing in c.text[r])
+
+
+def test_backtrack_adds_sibling_covering_missing_words(kb):
+    c = kb.data.contents
+    first = _row(kb, "Wireless PowerShare", "1.0", "Galaxy Buds")
+    question = "Wireless PowerShare stops below which battery level percent?"
+    cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
+    trace = TraceRecorder()
+    added = backtrack(kb.data, question, kb.embedder.embed([question])[0], [Fused(first, 1.0, ("hybrid",))],
+                      cmask, kb.config, trace)
+    assert added and c.title[added[0]] == "Wireless PowerShare" and added[0] != first
+    assert "percent" in c.text[added[0]]
+    assert any(s.stage == "backtrack" for s in trace.steps)
+
+
+def test_backtrack_not_triggered_when_evidence_covers_question(kb):
+    row = _row(kb, "Bluetooth", "1.0")
+    cmask = np.ones(len(kb.data.contents), dtype=bool)
+    added = backtrack(kb.data, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
+                      [Fused(row, 1.0, ("hybrid",))], cmask, kb.config, TraceRecorder())
+    assert added == []
+
+
+def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
+    c = kb.data.contents
+    start = _row(kb, "Sick leave", "2024")
+    question = f"{SECRET_WORD} band review"
+    qvec = kb.embedder.embed([question])[0]
+    for groups, expect in (((), False), (("hr",), True)):
+        cmask = c.mask(QueryScope(SearchScope(groups=groups, domains=("HR_Policies",))))
+        added = backtrack(kb.data, question, qvec, [Fused(start, 1.0, ("hybrid",))], cmask,
+                          kb.config, TraceRecorder())
+        found = any(SECRET_WORD in c.text[r] for r in added)
+        assert found is expect
+        assert all(cmask[r] for r in added)
+
+
+def test_backtracked_evidence_is_labelled_and_best_kept(kb):
+    c = kb.data.contents
+    first = _row(kb, "Wireless PowerShare", "1.0", "Galaxy Buds")
+    other = _row(kb, "Bluetooth", "1.0")
+    question = "Wireless PowerShare stops below which battery level percent?"
+    cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
+    fused = [Fused(first, 0.05, ("hybrid",)), Fused(other, 0.04, ("toc",))]
+    out = kb._with_backtrack(question, kb.embedder.embed([question])[0], fused, cmask, 3, TraceRecorder())
+    assert out[0].row == first
+    added = [f for f in out if f.routes == ("backtrack",)]
+    assert added and "percent" in c.text[added[0].row]
+    assert len(out) <= 3
+    assert [f.score for f in out] == sorted((f.score for f in out), reverse=True)
+
+
+def test_reflection_rounds_are_bounded(open_kb):
+    for rounds in (0, 1, 2):
+        kb = open_kb(reflection_rounds=rounds, backtrack=False)
+        r = kb.query("zzqx plorf wibble", domain="Galaxy_S10")
+        steps = [s for s in r.trace.steps if s.stage == "reflection"]
+        assert len(steps) <= rounds
+        if rounds:
+            assert steps and "insufficient" in steps[0].message
+
+
+def test_reflection_off_records_nothing(open_kb):
+    kb = open_kb(reflection=False, backtrack=False)
+    r = kb.query("zzqx plorf", domain="Galaxy_S10")
+    assert not [s for s in r.trace.steps if s.stage in ("reflection", "backtrack")]
+    assert "reflection" not in r.trace.timings_ms
+
+
+def test_extractive_answer_cites_evidence(kb):
+    r = kb.query("How many days of annual leave do employees get?")
+    cites = [int(n) for n in re.findall(r"\[(\d+)\]", r.answer)]
+    assert cites and all(1 <= n <= len(r.evidence) for n in cites)
+    assert "25 days" in r.answer
+    assert "25 days" in r.evidence[cites[0] - 1].text
+
+
+def test_trace_has_timings_and_total(kb):
+    r = kb.query("Bluetooth headphones", qid="q1")
+    assert r.id == "q1"
+    t = r.trace.timings_ms
+    assert {"total", "embed", "routing", "retrieve", "answer"} <= set(t)
+    assert t["total"] >= t["retrieve"]
+    assert r.trace.llm_calls == 0
