@@ -27,6 +27,8 @@ from transforms.write import BuildTantivyShards, WriteStagedTable
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
+from vdgr_core.ids import doc_id
+from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.rows import (chunk_row, content_embedding_text, dead_letter_row,
                                      directory_embedding_text, directory_row)
 
@@ -35,17 +37,17 @@ def _document_row(doc) -> dict:
     t = doc.task
     return {"doc_id": doc.doc_id, "path": t.rel_path, "domain": t.domain, "collection": t.collection,
             "version": doc.meta.version, "acl": sorted(doc.meta.acl), "title": doc.title,
-            "content_hash": doc.content_hash, "status": "indexed", "n_chunks": len(doc.chunks)}
+            "content_hash": doc.content_hash, "fingerprint": task_fingerprint(t, doc.content_hash),
+            "status": "indexed", "n_chunks": len(doc.chunks)}
 
 
 def _dead_document_row(d, tasks_by_path) -> dict:
-    from vdgr_core.ids import doc_id
-
     task = tasks_by_path.get(d.rel_path)
     meta = task.meta if task else None
     return {"doc_id": doc_id(d.rel_path), "path": d.rel_path, "domain": d.domain,
             "collection": task.collection if task else "", "version": meta.version if meta else "",
             "acl": sorted(meta.acl) if meta else [], "title": "", "content_hash": d.content_hash,
+            "fingerprint": task_fingerprint(task, d.content_hash) if task else skipped_fingerprint(d.rel_path),
             "status": "dead_letter", "n_chunks": 0}
 
 

@@ -1,15 +1,21 @@
 """Driver-side commit of a build: staged tables -> LanceDB, manifest last."""
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.staging import Staging
 from schemas import tables as T
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.embed_cache import append_to_cache
 from vdgr_core.store.manifest import DomainInfo, Manifest
+from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.tantivy_shard import ShardInfo
 from vdgr_core.store.writer import commit_index
 
 
@@ -37,10 +43,41 @@ def domain_infos(scan: CorpusScan, documents: pa.Table, contents: pa.Table) -> l
                        n_docs[d], n_chunks[d]) for d in domains]
 
 
+@dataclass(frozen=True)
+class KeepFromIndex:
+    """For an update: the committed index and the domains being recomputed.
+
+    Rows and shards of every other domain are carried over unchanged.
+    """
+
+    reader: IndexReader
+    recomputed: tuple[str, ...]
+
+    def kept_rows(self, name: str) -> pa.Table:
+        old = self.reader.arrow(name)
+        if old.num_rows == 0:
+            return old
+        mask = pc.invert(pc.is_in(old.column("domain"), value_set=pa.array(list(self.recomputed), pa.string())))
+        return old.filter(mask)
+
+    def kept_shards(self) -> list[ShardInfo]:
+        m = self.reader.manifest
+        counts = {d.name: d.n_chunks for d in m.domains}
+        return [ShardInfo(d, folder, counts.get(d, 0), os.path.basename(folder))
+                for d, folder in sorted(m.tantivy_shards.items()) if d not in self.recomputed]
+
+
 def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
-                 config: dict, parent_build_id=None) -> tuple[Manifest, dict]:
+                 config: dict, keep: Optional[KeepFromIndex] = None) -> tuple[Manifest, dict]:
+    """Commit staged tables (plus, for an update, the rows kept from the committed index)."""
     tables = {name: staging.read_table(name, T.schema_for(name, dim)) for name in T.TABLES}
     shards = staging.read_shards()
+    parent_build_id = None
+    if keep is not None:
+        tables = {name: pa.concat_tables([keep.kept_rows(name).cast(t.schema), t])
+                  for name, t in tables.items()}
+        shards = sorted(keep.kept_shards() + shards, key=lambda s: s.domain)
+        parent_build_id = keep.reader.manifest.build_id
     new_vectors = staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim))
     append_to_cache(index_dir, new_vectors, dim)
     manifest, writes = commit_index(

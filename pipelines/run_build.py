@@ -11,13 +11,13 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
-from pipelines.commit import commit_build
+from pipelines.commit import KeepFromIndex, commit_build
 from pipelines.options import pipeline_options
 from pipelines.staging import Staging
 from schemas.config import BuildConfig
 from schemas.errors import DeadLetterReason
 from schemas.records import DeadLetter
-from vdgr_core.corpus import scan_corpus
+from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import make_embedder
 from vdgr_core.ids import stable_id
 from vdgr_core.store.manifest import Manifest
@@ -66,13 +66,21 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
-    stage: dict[str, float] = {}
     os.makedirs(config.index, exist_ok=True)
     say(f"scanning {config.corpus}")
     scan = scan_corpus(config.corpus)
-    skipped = [_skipped_letter(p) for p in scan.skipped]
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
-        f" ({len(skipped)} files of unsupported types)")
+        f" ({len(scan.skipped)} files of unsupported types)")
+    return execute_build(config, scan, scan, beam_args, say, t0=t0)
+
+
+def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
+                  beam_args: Sequence[str], say: Callable[[str], None], *,
+                  keep: Optional[KeepFromIndex] = None, t0: Optional[float] = None) -> BuildReport:
+    """Run the pipeline over ``scan`` and commit (with ``keep``'s rows for an update)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    stage: dict[str, float] = {}
+    skipped = [_skipped_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
@@ -89,8 +97,8 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         stage["pipeline_s"] = time.perf_counter() - t1
         say("committing tables and manifest")
         t2 = time.perf_counter()
-        manifest, writes = commit_build(config.index, staging, scan, model_id=model_id, dim=dim,
-                                        config=_config_summary(config))
+        manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
+                                        config=config_summary(config), keep=keep)
         stage["commit_s"] = time.perf_counter() - t2
     finally:
         staging.remove()
@@ -115,7 +123,8 @@ def _skipped_letter(rel_path: str) -> DeadLetter:
                       "no parser for this file type")
 
 
-def _config_summary(config: BuildConfig) -> dict:
+def config_summary(config: BuildConfig) -> dict:
+    """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
     d = config.model_dump(mode="json", exclude={"corpus", "index"})
     if d.get("llm"):
         d["llm"].pop("api_key", None)

@@ -35,7 +35,8 @@ def documents_schema() -> pa.Schema:
         ("version", pa.string()),
         ("acl", _STR_LIST),
         ("title", pa.string()),
-        ("content_hash", pa.string()),
+        ("content_hash", pa.string()),   # sha256 of the file's bytes
+        ("fingerprint", pa.string()),    # content hash + resolved metadata: what update compares
         ("status", pa.string()),         # indexed | dead_letter
         ("n_chunks", pa.int32()),
     ])

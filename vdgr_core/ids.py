@@ -44,3 +44,8 @@ def entity_id(domain: str, norm: str) -> str:
 
 def edge_id(kind: str, src: str, dst: str) -> str:
     return stable_id("edge", kind, src, dst)
+
+
+def document_fingerprint(content_sha256: str, meta_repr: str) -> str:
+    """What an incremental update compares: the bytes and the metadata resolved for them."""
+    return stable_id("fingerprint", content_sha256, meta_repr)

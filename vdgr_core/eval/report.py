@@ -19,6 +19,9 @@ A gold record is a dict with any of these keys (each enables its metrics):
     ``rouge_l`` of the system answer against this reference.
 ``answers``
     ``answer_contains`` (any accepted answer occurs in the system answer).
+``forbidden_sources``
+    ``acl_leak``: 1.0 when any evidence item comes from one of these files (an access
+    test: the asker lacks the group the files need).
 """
 from __future__ import annotations
 
@@ -102,6 +105,9 @@ def score_result(result: Optional[Mapping], gold: Mapping, ks: Sequence[int] = D
             out[f"src_recall@{k}"] = recall_at_k(keys, gold_keys, k)
             out[f"src_hit@{k}"] = hit_at_k(keys, gold_keys, k)
         out["src_mrr"] = reciprocal_rank(keys, gold_keys)
+    if gold.get("forbidden_sources"):
+        out["acl_leak"] = 1.0 if any(source_matches(str(e.get("source", "")), f)
+                                     for e in ev for f in gold["forbidden_sources"]) else 0.0
     if gold.get("domain"):
         out["d_match"] = d_match(result.get("routing") or [], gold["domain"])
         out["wrong_product"] = wrong_product(ev, gold["domain"])

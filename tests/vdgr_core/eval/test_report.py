@@ -57,3 +57,10 @@ def test_aggregate_is_deterministic_and_skips_none():
     assert a["n"] == 2 and a["hit@1"] == 0.5 and a["wrong_product"] == 1.0
     assert a["latency"]["p50_ms"] == 20.0
     assert json.dumps(a, sort_keys=True) == json.dumps(aggregate(list(scores)), sort_keys=True)
+
+
+def test_acl_leak():
+    gold = {"forbidden_sources": ["net/internal/secret.md"]}
+    ev = [_ev("net", ["net", "X"], "/c/net/internal/secret.md")]
+    assert score_result(_result(ev), gold)["acl_leak"] == 1.0
+    assert score_result(_result([]), gold)["acl_leak"] == 0.0

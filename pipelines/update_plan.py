@@ -1,0 +1,75 @@
+"""Compare a corpus with the committed index: what was added, changed, deleted or moved."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.config import BuildConfig
+from vdgr_core.corpus import CorpusScan
+from vdgr_core.ids import content_hash
+from vdgr_core.indexing.document import read_bytes_limited
+from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """The changes found and the domains whose shard of the index must be recomputed."""
+
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    deleted: tuple[str, ...]
+    moved: tuple[tuple[str, str], ...]      # (old path, new path) with equal bytes
+    affected_domains: tuple[str, ...]
+    config_changed: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.affected_domains
+
+    def summary(self) -> str:
+        return (f"{len(self.added)} added, {len(self.changed)} changed, {len(self.deleted)} deleted, "
+                f"{len(self.moved)} moved; domains to recompute: {', '.join(self.affected_domains) or 'none'}")
+
+
+def current_fingerprints(scan: CorpusScan, config: BuildConfig) -> dict[str, tuple[str, str]]:
+    """rel_path -> (fingerprint, content hash) of every file the build would see.
+
+    Files are read with the same size limit as the build, so a too-large file hashes the same
+    way here and in its dead-letter row.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for task in scan.tasks:
+        path = FileSystems.join(task.corpus_root, *task.rel_path.split("/"))
+        try:
+            data = read_bytes_limited(FileSystems.open, path, config.limits.max_file_bytes)
+            digest = content_hash(data)
+        except OSError:
+            digest = ""
+        out[task.rel_path] = (task_fingerprint(task, digest), digest)
+    for rel in scan.skipped:
+        out[rel] = (skipped_fingerprint(rel), "")
+    return out
+
+
+def _domain(rel_path: str) -> str:
+    return rel_path.split("/", 1)[0] if "/" in rel_path else ""
+
+
+def plan_update(old: Iterable[Mapping], current: Mapping[str, tuple[str, str]],
+                config_changed: bool = False) -> UpdatePlan:
+    """Diff the committed documents rows (path, fingerprint, content_hash) with ``current``."""
+    before = {r["path"]: (r["fingerprint"], r["content_hash"]) for r in old}
+    added = sorted(set(current) - set(before))
+    deleted = sorted(set(before) - set(current))
+    changed = sorted(p for p in set(current) & set(before) if current[p][0] != before[p][0])
+    by_hash_deleted = {before[p][1]: p for p in deleted if before[p][1]}
+    moved = tuple(sorted((by_hash_deleted[current[p][1]], p) for p in added
+                         if current[p][1] and current[p][1] in by_hash_deleted))
+    touched = set(added) | set(deleted) | set(changed)
+    domains = {_domain(p) for p in touched}
+    if config_changed:
+        domains |= {_domain(p) for p in set(current) | set(before)}
+    return UpdatePlan(tuple(added), tuple(changed), tuple(deleted), moved,
+                      tuple(sorted(domains)), config_changed)

@@ -1,0 +1,48 @@
+"""`vdgr update` (apply corpus changes once) and `vdgr watch` (apply them as they happen)."""
+from __future__ import annotations
+
+import sys
+
+from runners.index_cli import _progress, _setup_logging, add_build_arguments, build_config, print_report
+from runners.presets import apply_preset
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("update", help="apply added/changed/deleted/moved documents to an index",
+                              description="Unknown --flags are passed to Beam as pipeline options.")
+    add_build_arguments(p)
+    p.set_defaults(func=run_update_cmd, accepts_beam_args=True)
+
+    w = subparsers.add_parser("watch", help="watch a corpus and apply changes in micro-batches")
+    add_build_arguments(w)
+    w.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    w.add_argument("--max-polls", type=int, help="stop after this many polls")
+    w.add_argument("--until", type=float, help="stop at this Unix time")
+    w.set_defaults(func=run_watch_cmd, accepts_beam_args=True)
+
+
+def run_update_cmd(args, beam_args) -> int:
+    from pipelines.run_update import run_update
+
+    _setup_logging(args.quiet)
+    report = run_update(build_config(args), apply_preset(args.preset, beam_args), _progress(args.quiet))
+    print(report.plan.summary())
+    if report.build is None:
+        print("index unchanged: nothing to commit")
+    else:
+        print_report(report.build)
+    return 0
+
+
+def run_watch_cmd(args, beam_args) -> int:
+    from pipelines.watch import run_watch
+
+    _setup_logging(args.quiet)
+
+    def on_poll(r):
+        print(f"[watch] {r.summary}" + (f" -> index {r.build_id}" if r.build_id else ""), flush=True)
+
+    run_watch(build_config(args), interval_s=args.interval, max_polls=args.max_polls, until=args.until,
+              beam_args=apply_preset(args.preset, beam_args), on_poll=on_poll)
+    print(f"[watch] stopped", file=sys.stderr)
+    return 0

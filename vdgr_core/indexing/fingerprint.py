@@ -1,0 +1,24 @@
+"""Document fingerprints: what an incremental update compares to find changed documents.
+
+A fingerprint covers the file's bytes and everything resolved around it that changes its
+nodes (metadata from `_meta.yaml` files, folder titles), so editing a `_meta.yaml` re-indexes
+the documents under it even when their bytes did not change.
+"""
+from __future__ import annotations
+
+from schemas.records import DocumentTask
+from vdgr_core.ids import content_hash, document_fingerprint, stable_id
+
+
+def task_fingerprint(task: DocumentTask, content_sha256: str) -> str:
+    context = repr((task.rel_path, task.collection, task.folder_titles, task.meta, task.folder_metas))
+    return document_fingerprint(content_sha256, context)
+
+
+def skipped_fingerprint(rel_path: str) -> str:
+    """Files the scan skips (unsupported types) are compared by path only."""
+    return stable_id("skipped", rel_path)
+
+
+def file_fingerprint(task: DocumentTask, data: bytes) -> str:
+    return task_fingerprint(task, content_hash(data))
