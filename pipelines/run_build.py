@@ -37,6 +37,11 @@ class BuildReport:
     embeddings_from_cache: int
     wall_s: float
     stage_s: dict[str, float] = field(default_factory=dict)
+    # LLM requests sent (cache hits excluded) and chunks/directories whose LLM call failed
+    # permanently and got the offline annotation instead; 0 without an LLM, -1 when the runner
+    # reports no metrics.
+    llm_calls: int = 0
+    llm_fallbacks: int = 0
 
 
 def _counter(result, name: str) -> int:
@@ -111,6 +116,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
         embeddings_from_cache=_counter(result, "embeddings_from_cache"),
         wall_s=time.perf_counter() - t0,
         stage_s=stage,
+        llm_calls=_counter(result, "llm_calls"),
+        llm_fallbacks=_counter(result, "llm_fallbacks"),
     )
 
 

@@ -20,6 +20,8 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedding", choices=["minilm", "hashing", "openai"], default="minilm")
     p.add_argument("--embedding-base-url")
     p.add_argument("--embedding-model")
+    p.add_argument("--embedding-dim", type=int, default=EmbeddingConfig().dim,
+                   help="vector dimension (must match what --embedding-model returns; default 384)")
     p.add_argument("--batch-size", type=int, default=EmbeddingConfig().batch_size)
     p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
     p.add_argument("--llm-model")
@@ -39,7 +41,8 @@ def build_config(args) -> BuildConfig:
         corpus=args.corpus, index=args.index,
         chunking=ChunkingConfig(max_tokens=args.chunk_tokens, overlap_tokens=overlap),
         embedding=EmbeddingConfig(kind=args.embedding, base_url=args.embedding_base_url,
-                                  model=args.embedding_model, batch_size=args.batch_size),
+                                  model=args.embedding_model, dim=args.embedding_dim,
+                                  batch_size=args.batch_size),
         llm=llm,
     )
 
@@ -60,6 +63,11 @@ def print_report(report, out=sys.stdout) -> None:
     print(f"  embeddings    {report.embeddings_computed:>9,d} computed, "
           f"{report.embeddings_from_cache:,d} from cache", file=out)
     print(f"  BM25 shards   {len(m.tantivy_shards):>9,d}", file=out)
+    if report.llm_calls or report.llm_fallbacks:
+        print(f"  LLM requests  {report.llm_calls:>9,d}", file=out)
+    if report.llm_fallbacks:
+        print(f"  LLM fallbacks {report.llm_fallbacks:>9,d} (LLM failed; offline summary/terms used,"
+              " see the log)", file=out)
     stages = ", ".join(f"{k} {v:.1f}" for k, v in report.stage_s.items())
     print(f"  stages (s)    {stages}", file=out)
 

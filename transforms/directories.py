@@ -1,31 +1,57 @@
 """Directory nodes: containment edges and bottom-up summaries per domain tree."""
 from __future__ import annotations
 
+import logging
+
 import apache_beam as beam
+from apache_beam.metrics import Metrics
 
 from schemas.config import BuildConfig
 from schemas.tables import CONTAINS
+from transforms.annotate import LLM_CALLS, LLM_FALLBACKS
 from vdgr_core.indexing.rows import edge_row
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
+
+_log = logging.getLogger("vdgr.build")
 
 
 class _SummarizeTreeDoFn(beam.DoFn):
     def __init__(self, config: BuildConfig):
         self._config = config
+        self._client = None
         self._summarizer = None
+        self._fallbacks = Metrics.counter("vdgr", LLM_FALLBACKS)
+        self._calls = Metrics.counter("vdgr", LLM_CALLS)
+
+    def _on_fallback(self, title: str, reason: str) -> None:
+        self._fallbacks.inc()
+        _log.warning("LLM summary failed for directory %r; extractive summary used: %s", title, reason)
 
     def setup(self):
         if self._config.llm is not None:
             from vdgr_core.llm.client import LLMClient
 
-            self._summarizer = llm_directory_summarizer(LLMClient(self._config.llm))
+            self._client = LLMClient(self._config.llm)
+            self._summarizer = llm_directory_summarizer(
+                self._client, max_chars=self._config.summary_max_chars + 200,
+                on_fallback=self._on_fallback)
 
     def process(self, kv):
         _domain, grouped = kv
         nodes = list(grouped["nodes"])
         chunks = list(grouped["chunks"])
-        yield from summarize_tree(nodes, chunks, self._summarizer,
-                                  max_chars=self._config.summary_max_chars + 200)
+        before = self._client.total_calls() if self._client is not None else 0
+        out = summarize_tree(nodes, chunks, self._summarizer,
+                             max_chars=self._config.summary_max_chars + 200)
+        if self._client is not None:
+            self._calls.inc(self._client.total_calls() - before)
+        yield from out
+
+    def teardown(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+            self._summarizer = None
 
 
 class SummarizeDirectories(beam.PTransform):

@@ -32,6 +32,7 @@ class _EmbedBatchDoFn(beam.DoFn):
         self._cache = EmbeddingCache(self._config.index)
 
     def process(self, batch):
+        batch = list(batch)
         result = embed_with_cache(self._holder.embedder, self._cache, batch)
         n_new = sum(result.computed)
         self._computed.inc(n_new)
@@ -42,10 +43,17 @@ class _EmbedBatchDoFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": [float(x) for x in vec]})
 
 
+def length_bucket(text: str) -> int:
+    """Batches hold texts of similar length, so a batch pads little (the model's cost is
+    batch size x longest text; texts beyond ~2,000 characters are truncated by the model)."""
+    return min(len(text) // 160, 12)
+
+
 class EmbedTexts(beam.PTransform):
     """(key, text) -> (key, vector); newly computed vectors also on the ``new_vectors`` tag.
 
-    Keys are ``embedding_key(model_id, text)``; equal texts are embedded once.
+    Keys are ``embedding_key(model_id, text)``; equal texts are embedded once, in batches of
+    texts of similar length.
     """
 
     def __init__(self, config: BuildConfig):
@@ -56,6 +64,8 @@ class EmbedTexts(beam.PTransform):
         size = self._config.embedding.batch_size
         return (items
                 | "Distinct texts" >> beam.Distinct()
-                | "Batch texts" >> beam.BatchElements(min_batch_size=min(8, size), max_batch_size=size)
+                | "Length bucket" >> beam.Map(lambda kv: (length_bucket(kv[1]), kv))
+                | "Batch similar lengths" >> beam.GroupIntoBatches(size)
+                | "Drop bucket" >> beam.Values()
                 | "Embed batch" >> beam.ParDo(_EmbedBatchDoFn(self._config, shared.Shared()))
                 .with_outputs(NEW_VECTORS, main="vectors"))

@@ -74,7 +74,40 @@ def _finish(chunk: Chunk, summary: str, terms: list[Term]) -> AnnotatedChunk:
 
 def annotate(chunk: Chunk, client: Optional[object], *, max_terms: int, summary_sentences: int,
              summary_max_chars: int) -> AnnotatedChunk:
+    """Annotate with the LLM when a client is given, offline otherwise.
+
+    Raises
+    ------
+    schemas.errors.LLMError
+        When the LLM fails for this chunk (see :func:`annotate_or_fall_back`).
+    """
     if client is None:
         return annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
                                 summary_max_chars=summary_max_chars)
     return annotate_with_llm(chunk, client, max_terms=max_terms)
+
+
+@dataclass(frozen=True)
+class AnnotationOutcome:
+    annotated: AnnotatedChunk
+    fallback_reason: Optional[str] = None   # set when the LLM failed and the offline path was used
+
+
+def annotate_or_fall_back(chunk: Chunk, client: Optional[object], *, max_terms: int,
+                          summary_sentences: int, summary_max_chars: int) -> AnnotationOutcome:
+    """Like :func:`annotate`, but a permanent LLM failure falls back to the offline annotation.
+
+    The caller must count ``fallback_reason`` (the build reports it as ``llm_fallbacks``): the
+    chunk is indexed, but not with the annotation that was asked for. Nothing about the failure
+    is cached, so the next full build asks the LLM again.
+    """
+    from schemas.errors import LLMError
+
+    try:
+        return AnnotationOutcome(annotate(chunk, client, max_terms=max_terms,
+                                          summary_sentences=summary_sentences,
+                                          summary_max_chars=summary_max_chars))
+    except LLMError as exc:
+        offline = annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
+                                   summary_max_chars=summary_max_chars)
+        return AnnotationOutcome(offline, str(exc) or type(exc).__name__)

@@ -79,14 +79,27 @@ def summarize_tree(
     return [done[n.node_id] for n in sorted(nodes, key=lambda n: n.node_id)]
 
 
-def llm_directory_summarizer(client) -> DirectorySummarizer:
-    """A summarizer that asks the LLM, given the children's summaries."""
+def llm_directory_summarizer(client, *, max_chars: int = 600,
+                             on_fallback: Optional[Callable[[str, str], None]] = None) -> DirectorySummarizer:
+    """A summarizer that asks the LLM, given the children's summaries.
+
+    When the LLM fails for a directory (:class:`~schemas.errors.LLMError`), that directory gets
+    the offline extractive summary instead and ``on_fallback(title, reason)`` is called, so the
+    build can count it; without ``on_fallback`` the error propagates.
+    """
+    from schemas.errors import LLMError
     from vdgr_core.llm.indexing_tasks import summarize_directory
 
     def run(title: str, children: Sequence[tuple[str, str]], own: str) -> str:
         items = list(children)
         if own:
             items = [("(text of this section)", own)] + items
-        return summarize_directory(client, title, items)
+        try:
+            return summarize_directory(client, title, items)
+        except LLMError as exc:
+            if on_fallback is None:
+                raise
+            on_fallback(title, str(exc) or type(exc).__name__)
+            return directory_summary(title, children, own, max_chars=max_chars)
 
     return run
