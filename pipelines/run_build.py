@@ -18,7 +18,7 @@ from schemas.config import BuildConfig
 from schemas.errors import DeadLetterReason
 from schemas.records import DeadLetter
 from vdgr_core.corpus import CorpusScan, scan_corpus
-from vdgr_core.embedding import make_embedder
+from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
 from vdgr_core.store.manifest import Manifest
 
@@ -53,9 +53,8 @@ def _counter(result, name: str) -> int:
 
 
 def model_identity(config: BuildConfig) -> tuple[str, int]:
-    """The embedder's model id and dimension, read without embedding anything."""
-    e = make_embedder(config.embedding)
-    return e.model_id, e.dim
+    """The embedder's model id and dimension, known without loading the model."""
+    return embedder_identity(config.embedding)
 
 
 def run_build(config: BuildConfig, beam_args: Sequence[str] = (),

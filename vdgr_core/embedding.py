@@ -45,6 +45,26 @@ class Embedder(Protocol):
         ...
 
 
+def embedder_identity(config: EmbeddingConfig) -> tuple[str, int]:
+    """(model id, dimension) of the embedder ``config`` describes, without loading a model.
+
+    The build needs both before any worker embeds (cache keys, table schemas); the embedders
+    below use the same ids, and MiniLM checks its real dimension against ``config.dim``.
+    """
+    return _IDENTITIES[config.kind](config), config.dim
+
+
+def _minilm_name(config: EmbeddingConfig) -> str:
+    return Path(config.model_path).name if config.model_path else "all-MiniLM-L6-v2"
+
+
+_IDENTITIES = {
+    "hashing": lambda c: f"hashing:v1:{c.dim}",
+    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{'bf16' if c.bf16 else 'fp32'}",
+    "openai": lambda c: f"openai:{c.model}:{c.dim}",
+}
+
+
 def embedding_key(model_id: str, text: str) -> str:
     """Cache key of ``text`` embedded by ``model_id`` (sha256 hex)."""
     return hashlib.sha256(f"{model_id}\x1f{text}".encode("utf-8")).hexdigest()
@@ -154,7 +174,7 @@ class MiniLMEmbedder:
         self.dim = dim
         self._bf16 = config.bf16
         self._batch_size = config.batch_size
-        self.model_id = f"minilm:{name}:{'bf16' if config.bf16 else 'fp32'}"
+        self.model_id = embedder_identity(config)[0]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
@@ -205,7 +225,7 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()
         self.calls = 0
         self.dim = config.dim
-        self.model_id = f"openai:{config.model}:{config.dim}"
+        self.model_id = embedder_identity(config)[0]
 
     def _request(self, batch: list[str]) -> np.ndarray:
         from vdgr_core.llm.client import is_transient

@@ -77,87 +77,93 @@ def _by_kind(server) -> dict[str, list[dict]]:
     return out
 
 
-def test_llm_annotates_every_chunk_once_and_a_rebuild_is_free(openai_server, tmp_path):
-    openai_server.responder = responder
-    corpus = write_corpus(str(tmp_path / "corpus"), CORPUS)
-    cfg = _config(corpus, tmp_path / "index", openai_server, tmp_path / "llm.sqlite")
-    first = run_build(cfg)
-
-    reader = IndexReader(str(tmp_path / "index"))
-    contents = reader.arrow(T.CONTENTS).to_pylist()
-    dirs = reader.arrow(T.DIRECTORIES).to_pylist()
-    entities = reader.arrow(T.ENTITIES).to_pylist()
-    sent = _by_kind(openai_server)
-
-    # exactly one annotation call per distinct chunk, each for a different chunk
+def _check_llm_annotations(reader, sent, contents):
+    """Every chunk got exactly one annotation call and carries the scripted reply."""
     annotations = sent["ChunkAnnotation"]
-    assert len(contents) >= 5
     assert len(annotations) == len(contents)
     assert len({_user_text(r) for r in annotations}) == len(contents)
     for c in contents:
         assert any(c["text"] in _user_text(r) for r in annotations)
-        # the summary is the scripted reply to this chunk's prompt
-        assert re.fullmatch(r"LLM chunk summary [0-9a-f]{10}\.", c["summary"]), c["summary"]
     replies = {f"LLM chunk summary {_digest(_user_text(r))}." for r in annotations}
-    assert {c["summary"] for c in contents} <= replies
-
-    # directory summaries come from the LLM (a directory with nothing under it keeps its title)
-    dir_replies = {f"LLM directory summary {_digest(_user_text(r))}." for r in sent["DirectorySummary"]}
-    llm_dirs = [d for d in dirs if d["summary"] in dir_replies]
-    assert len(llm_dirs) == len(sent["DirectorySummary"]) >= 4
-    for d in dirs:
-        if d["full_path"] in (["net"], ["hr"], ["net", "routers"]):
-            assert d["summary"] in dir_replies, d
-
-    # entities are the LLM's, with its importance, and only names that occur
-    assert entities and {e["kind"] for e in entities} == {"llm"}
-    assert all(e["importance"] == pytest.approx(IMPORTANCE) for e in entities)
-    assert {e["norm"] for e in entities if e["domain"] == "net"} >= {"dl mimo mode", "sku 90214 b", "orbit x2"}
-    sku = next(e for e in entities if e["domain"] == "net" and e["norm"] == "sku 90214 b")
-    assert sku["chunk_frequency"] == 2 and sku["doc_frequency"] == 2
-
-    assert first.llm_calls == len(openai_server.chat_requests())
-    assert first.llm_fallbacks == 0
-
-    # a second build with the same index folder and LLM cache file sends nothing
-    n_before = len(openai_server.requests)
-    again = run_build(cfg)
-    assert len(openai_server.requests) == n_before
-    assert again.llm_calls == 0 and again.llm_fallbacks == 0
-    assert again.manifest.build_id == first.manifest.build_id
+    return replies
 
 
-def test_permanent_llm_failure_falls_back_offline_and_is_counted(openai_server, tmp_path):
-    openai_server.responder = responder
+def test_llm_indexing_fallback_recovery_and_free_rebuild(openai_server, tmp_path):
+    reject = {"on": True}
+
+    def script(request):
+        if not reject["on"] and _kind(request) == "ChunkAnnotation":
+            request = {**request, "messages": [
+                {**m, "content": m["content"].replace(FAIL_MARKER, "")} for m in request["messages"]]}
+            text = _user_text(request)
+            ents = [{"name": v, "importance": IMPORTANCE} for v in VOCAB if v in text]
+            return json.dumps({"summary": f"LLM chunk summary {_digest(text)}.", "entities": ents})
+        return responder(request)
+
+    openai_server.responder = script
     files = dict(CORPUS)
     files["net/switches/quarantine.md"] = (
         "# Quarantine procedure\n\n## Isolation\n\n"
         f"Mark the Nova switch port with tag {FAIL_MARKER} and disable the uplink.\n")
     corpus = write_corpus(str(tmp_path / "corpus"), files)
-    cfg = _config(corpus, tmp_path / "index", openai_server, tmp_path / "llm.sqlite")
-    report = run_build(cfg)
+    index = str(tmp_path / "index")
+    cfg = _config(corpus, index, openai_server, tmp_path / "llm.sqlite")
 
-    contents = IndexReader(str(tmp_path / "index")).arrow(T.CONTENTS).to_pylist()
+    # --- build 1: the endpoint rejects (HTTP 400, permanent) the one chunk holding FAIL_MARKER
+    first = run_build(cfg)
+    reader = IndexReader(index)
+    contents = reader.arrow(T.CONTENTS).to_pylist()
+    dirs = reader.arrow(T.DIRECTORIES).to_pylist()
+    entities = reader.arrow(T.ENTITIES).to_pylist()
+    sent = _by_kind(openai_server)
+    assert len(contents) >= 6
+
+    # exactly one annotation call per distinct chunk (a 400 is not retried)
+    replies = _check_llm_annotations(reader, sent, contents)
     failed = [c for c in contents if FAIL_MARKER in c["text"]]
     fine = [c for c in contents if FAIL_MARKER not in c["text"]]
-    assert len(failed) == 1 and fine
-    # the chunk is indexed, with the offline (extractive) summary and statistical terms
-    assert not failed[0]["summary"].startswith("LLM chunk summary")
-    assert FAIL_MARKER in failed[0]["summary"] or "Nova switch" in failed[0]["summary"]
-    assert all(c["summary"].startswith("LLM chunk summary") for c in fine)
-    entities = IndexReader(str(tmp_path / "index")).arrow(T.ENTITIES).to_pylist()
-    assert {e["kind"] for e in entities} - {"llm"}, "the fallback chunk's terms come from the offline extractor"
-    # a 400 is permanent: one request, no retries; the build reports it
-    rejected = [r for r in _by_kind(openai_server)["ChunkAnnotation"] if FAIL_MARKER in _user_text(r)]
-    assert len(rejected) == 1
-    assert report.llm_fallbacks == 1
+    assert len(failed) == 1
+    assert all(c["summary"] in replies for c in fine)
+    # the failed chunk is indexed with the offline (extractive) annotation, and counted
+    assert failed[0]["summary"] not in replies and "Nova switch" in failed[0]["summary"]
+    assert first.llm_fallbacks == 1
+    assert first.llm_calls == len(openai_server.chat_requests())
     out = io.StringIO()
-    print_report(report, out=out)
+    print_report(first, out=out)
     assert re.search(r"LLM fallbacks\s+1 ", out.getvalue())
+    assert {e["kind"] for e in entities if e["domain"] == "net"} - {"llm"}, \
+        "the fallback chunk's terms come from the offline extractor"
 
-    # the failure is not cached as if it were an answer: the next build asks again (and only that)
+    # directory summaries come from the LLM (one call per directory with anything under it)
+    dir_replies = {f"LLM directory summary {_digest(_user_text(r))}." for r in sent["DirectorySummary"]}
+    assert len([d for d in dirs if d["summary"] in dir_replies]) == len(sent["DirectorySummary"])
+    for d in dirs:
+        if d["full_path"] in (["net"], ["hr"], ["net", "routers"], ["net", "switches"]):
+            assert d["summary"] in dir_replies, d
+
+    # LLM entities carry the scripted importance; only names that occur in the chunk
+    llm_entities = [e for e in entities if e["kind"] == "llm"]
+    assert {e["norm"] for e in llm_entities if e["domain"] == "net"} >= {"dl mimo mode", "sku 90214 b", "orbit x2"}
+    assert all(e["importance"] == pytest.approx(IMPORTANCE) for e in llm_entities)
+    sku = next(e for e in llm_entities if e["domain"] == "net" and e["norm"] == "sku 90214 b")
+    assert sku["chunk_frequency"] == 2 and sku["doc_frequency"] == 2
+
+    # --- build 2: the failure was not cached as an answer, so only that chunk is asked again
+    reject["on"] = False
     n_before = len(openai_server.requests)
-    again = run_build(cfg)
+    second = run_build(cfg)
     new = openai_server.requests[n_before:]
-    assert len(new) == 1 and FAIL_MARKER in _user_text(new[0])
-    assert again.llm_fallbacks == 1 and again.llm_calls == 1
+    new_annotations = [r for r in new if _kind(r) == "ChunkAnnotation"]
+    assert len(new_annotations) == 1 and FAIL_MARKER in _user_text(new_annotations[0])
+    assert second.llm_fallbacks == 0 and second.llm_calls == len(new)
+    contents = IndexReader(index).arrow(T.CONTENTS).to_pylist()
+    entities = IndexReader(index).arrow(T.ENTITIES).to_pylist()
+    assert all(c["summary"].startswith("LLM chunk summary") for c in contents)
+    assert {e["kind"] for e in entities} == {"llm"}
+
+    # --- build 3: same index folder and LLM cache file: no LLM HTTP call at all
+    n_before = len(openai_server.requests)
+    third = run_build(cfg)
+    assert len(openai_server.requests) == n_before
+    assert third.llm_calls == 0 and third.llm_fallbacks == 0
+    assert third.manifest.build_id == second.manifest.build_id

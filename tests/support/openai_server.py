@@ -170,6 +170,7 @@ class ScriptedOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as two writes
 
             def log_message(self, *args: Any) -> None:  # keep pytest output clean
                 pass
