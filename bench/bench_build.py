@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "build.json")
     args = ap.parse_args(argv)
-    corpus = args.work / "emanual_all"
+    corpus = args.work / "perf_emanual_all"
     if not (corpus / "corpus").is_dir():
         subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(corpus), "--all"],
                        cwd=REPO, check=True)

@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "update.json")
     args = ap.parse_args(argv)
-    source = args.work / "emanual_all"
+    source = args.work / "perf_emanual_all"
     if not (source / "corpus").is_dir():
         subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(source), "--all"],
                        cwd=REPO, check=True)

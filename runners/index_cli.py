@@ -74,10 +74,15 @@ def print_report(report, out=sys.stdout) -> None:
 
 def run(args, beam_args) -> int:
     from pipelines.run_build import run_build
+    from schemas.errors import VdgrError
 
     _setup_logging(args.quiet)
-    config = build_config(args)
-    report = run_build(config, apply_preset(args.preset, beam_args), progress=_progress(args.quiet))
+    try:
+        config = build_config(args)
+        report = run_build(config, apply_preset(args.preset, beam_args), progress=_progress(args.quiet))
+    except (VdgrError, ValueError) as exc:
+        print(f"vdgr index: error: {exc}", file=sys.stderr)
+        return 2
     print_report(report)
     return 0
 

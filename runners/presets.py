@@ -1,24 +1,33 @@
 """Runner presets: named sets of standard Beam options for where a build runs.
 
 Each preset only fills in flags the user did not give; anything on the command line wins.
+What each runner needs besides the preset, and what works where, is in docs/RUNNERS.md.
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
+
+# Workers install the project from this setup.py (absolute, so the preset works from any cwd).
+_REPO_SETUP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
+SETUP_FILE = _REPO_SETUP if os.path.isfile(_REPO_SETUP) else "./setup.py"
 
 PRESETS: dict[str, tuple[str, ...]] = {
     # In-process, the default: fast start, one Python process.
     "direct": ("--runner=FnApiRunner",),
-    # Several SDK worker processes on this machine (Beam's portable worker path).
+    # Several SDK worker processes on this machine (Beam's portable worker path: every DoFn is
+    # pickled, sent over the Fn API and run in another process).
     "multiprocess": ("--runner=FnApiRunner", "--direct_running_mode=multi_processing",
                      "--direct_num_workers=2"),
-    # A Flink cluster through Beam's portable Flink runner (job server jar from the Flink runner).
-    # Give --flink_master=host:8081 and an object-store --index (gs://, s3://) for the tables.
-    "flink": ("--runner=FlinkRunner", "--environment_type=PROCESS",
+    # A Flink cluster through Beam's portable Flink runner. Give --flink_master=host:8081.
+    # The job server jar is fetched from Maven unless --flink_job_server_jar=PATH is given.
+    # DOCKER workers install this project from --setup_file at start-up; for PROCESS workers
+    # give --environment_type=PROCESS --environment_config='{"command": "/opt/apache/beam/boot"}'.
+    "flink": ("--runner=FlinkRunner", "--environment_type=DOCKER", f"--setup_file={SETUP_FILE}",
               "--parallelism=4"),
-    # Google Cloud Dataflow. Give --project, --region, --temp_location=gs://... and a
-    # worker image or --requirements_file/--setup_file=./setup.py so workers get the code.
-    "dataflow": ("--runner=DataflowRunner", "--setup_file=./setup.py",
+    # Google Cloud Dataflow (needs apache-beam[gcp]). Give --project, --region and
+    # --temp_location=gs://...; workers install this project from --setup_file.
+    "dataflow": ("--runner=DataflowRunner", f"--setup_file={SETUP_FILE}",
                  "--experiments=use_runner_v2"),
 }
 

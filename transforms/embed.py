@@ -27,13 +27,18 @@ class _EmbedBatchDoFn(beam.DoFn):
         self._cached = Metrics.counter("vdgr", "embeddings_from_cache")
 
     def setup(self):
-        cfg = self._config.embedding
-        self._holder = self._shared.acquire(lambda: _ModelHolder(make_embedder(cfg)), tag=repr(cfg))
+        self._holder = None
         self._cache = EmbeddingCache(self._config.index)
+
+    def _embedder(self):
+        if self._holder is None:  # loaded on the first cache miss only
+            cfg = self._config.embedding
+            self._holder = self._shared.acquire(lambda: _ModelHolder(make_embedder(cfg)), tag=repr(cfg))
+        return self._holder.embedder
 
     def process(self, batch):
         batch = list(batch)
-        result = embed_with_cache(self._holder.embedder, self._cache, batch)
+        result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, batch)
         n_new = sum(result.computed)
         self._computed.inc(n_new)
         self._cached.inc(len(batch) - n_new)

@@ -77,7 +77,7 @@ def _by_kind(server) -> dict[str, list[dict]]:
     return out
 
 
-def _check_llm_annotations(reader, sent, contents):
+def _check_llm_annotations(sent, contents):
     """Every chunk got exactly one annotation call and carries the scripted reply."""
     annotations = sent["ChunkAnnotation"]
     assert len(annotations) == len(contents)
@@ -119,7 +119,7 @@ def test_llm_indexing_fallback_recovery_and_free_rebuild(openai_server, tmp_path
     assert len(contents) >= 6
 
     # exactly one annotation call per distinct chunk (a 400 is not retried)
-    replies = _check_llm_annotations(reader, sent, contents)
+    replies = _check_llm_annotations(sent, contents)
     failed = [c for c in contents if FAIL_MARKER in c["text"]]
     fine = [c for c in contents if FAIL_MARKER not in c["text"]]
     assert len(failed) == 1

@@ -16,7 +16,12 @@ from transforms.parse import DEAD_LETTER, ParseDocuments
 from vdgr_core.ids import chunk_id, entity_id
 from vdgr_core.indexing.annotate import annotate_offline
 
-OPTIONS = ["--runner=FnApiRunner"]
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+
+def _pipeline() -> TestPipeline:
+    """Beam's TestPipeline on FnApiRunner (its default is the legacy bundle-based runner)."""
+    return TestPipeline(runner=FnApiRunner())
 
 
 def _cfg(tmp_path):
@@ -39,7 +44,7 @@ def test_parse_documents_splits_good_and_dead(tmp_path):
     (tmp_path / "d" / "good.md").write_text("# Title\n\n## Part\n\nSome body text here.\n")
     (tmp_path / "d" / "empty.md").write_text("")
     tasks = [DocumentTask(str(tmp_path), f"d/{n}", "d", "", (), DocMeta()) for n in ("good.md", "empty.md")]
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         out = p | beam.Create(tasks) | ParseDocuments(_cfg(tmp_path))
         assert_that(out.documents | "titles" >> beam.Map(lambda d: (d.task.rel_path, d.title)),
                     equal_to([("d/good.md", "Title")]), label="good")
@@ -51,7 +56,7 @@ def test_dedup_contents_keeps_one_per_content_and_source():
     a = _chunk("Same text.", position=3)
     b = _chunk("Same text.", position=1)          # same content, same source: merged
     c = _chunk("Same text.", source="d/b.md")     # same content, other source: kept apart
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         out = (p | beam.Create(_annotated(a, b, c)) | DedupContents()
                | beam.Map(lambda x: (x.chunk.source, x.chunk.position)))
         assert_that(out, equal_to([("d/a.md", 1), ("d/b.md", 3 - 3)]))
@@ -64,7 +69,7 @@ def test_dedup_directories_merges_same_path_and_version():
         return DirectoryNode(directory_id("d", version, fp), fp, "root", "d", "Folder", version,
                              "Folder", 1, "folder", (), source)
     nodes = [node("1", "x"), node("1", "y"), node("2", "x")]
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         out = p | beam.Create(nodes) | DedupDirectories() | beam.Map(lambda n: n.version)
         assert_that(out, equal_to(["1", "2"]))
 
@@ -73,7 +78,7 @@ def test_merge_entities_sums_across_documents():
     text = "The DL_MIMO_Mode flag is set. Check DL_MIMO_Mode with SKU-90214-B."
     chunks = [_chunk(text, source=f"d/{i}.md") for i in range(3)]
     eid = entity_id("d", "dl mimo mode")
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         entities, existence = p | beam.Create(_annotated(*chunks)) | MergeEntities()
         assert_that(entities | beam.Filter(lambda r: r["entity_id"] == eid)
                     | beam.Map(lambda r: (r["frequency"], r["chunk_frequency"], r["doc_frequency"])),
@@ -86,7 +91,7 @@ def test_merge_entities_sums_across_documents():
 def test_cooccurrence_weight_is_sentences_with_both():
     text = "DL_MIMO_Mode needs SKU-90214-B. Then DL_MIMO_Mode and SKU-90214-B reboot. Only SKU-90214-B here."
     chunks = [_chunk(text, source="d/1.md"), _chunk(text, source="d/2.md")]
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         edges = p | beam.Create(_annotated(*chunks)) | CooccurrenceEdges()
         pair = sorted((entity_id("d", "dl mimo mode"), entity_id("d", "sku 90214 b")))
         assert_that(edges | beam.Filter(lambda e: [e["src"], e["dst"]] == pair)
@@ -97,7 +102,7 @@ def test_summaries_are_bottom_up_and_containment_edges(tmp_path):
     root = DirectoryNode("root", ("d",), "", "d", "", "", "d", 0, "domain", ())
     sec = DirectoryNode("sec", ("d", "Reset"), "root", "d", "", "", "Reset", 1, "section", ())
     chunk = _chunk("Hold the reset button for ten seconds to restore factory settings.", parent="sec")
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         nodes = p | "nodes" >> beam.Create([root, sec])
         contents = p | "contents" >> beam.Create(_annotated(chunk))
         summarized = (nodes, contents) | SummarizeDirectories(_cfg(tmp_path))
@@ -110,7 +115,7 @@ def test_summaries_are_bottom_up_and_containment_edges(tmp_path):
 
 def test_embed_texts_embeds_each_distinct_text_once(tmp_path):
     items = [("k1", "alpha beta"), ("k1", "alpha beta"), ("k2", "gamma")]
-    with TestPipeline(argv=OPTIONS) as p:
+    with _pipeline() as p:
         out = p | beam.Create(items) | EmbedTexts(_cfg(tmp_path))
         assert_that(out.vectors | beam.Map(lambda kv: (kv[0], len(kv[1]))),
                     equal_to([("k1", 384), ("k2", 384)]), label="vectors")

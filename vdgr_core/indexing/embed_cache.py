@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -40,15 +40,20 @@ class EmbeddingCache:
         return {k: np.asarray(v, dtype=np.float32) for k, v in zip(found.column("key").to_pylist(), vecs)}
 
 
-def embed_with_cache(embedder, cache: EmbeddingCache, items: Sequence[tuple[str, str]]) -> EmbeddedBatch:
-    """Embed (key, text) items, taking what the cache has and computing the rest."""
+def embed_with_cache(get_embedder: Callable[[], object], dim: int, cache: EmbeddingCache,
+                     items: Sequence[tuple[str, str]]) -> EmbeddedBatch:
+    """Embed (key, text) items, taking what the cache has and computing the rest.
+
+    ``get_embedder`` is only called when something is missing from the cache, so an update
+    whose texts are all cached never loads the model.
+    """
     keys = [k for k, _ in items]
     cached = cache.lookup(keys)
     missing = [(i, t) for i, (k, t) in enumerate(items) if k not in cached]
-    out = np.zeros((len(items), embedder.dim), dtype=np.float32)
+    out = np.zeros((len(items), dim), dtype=np.float32)
     computed = [False] * len(items)
     if missing:
-        vecs = embedder.embed([t for _, t in missing])
+        vecs = get_embedder().embed([t for _, t in missing])
         for (i, _), v in zip(missing, vecs):
             out[i] = v
             computed[i] = True
@@ -68,9 +73,10 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     rows = rows.cast(T.embedding_cache_schema(dim))
     if has_table(db, T.EMBEDDING_CACHE):
         t = db.open_table(T.EMBEDDING_CACHE)
-        (t.merge_insert("key").when_not_matched_insert_all().execute(rows))
+        t.merge_insert("key").when_not_matched_insert_all().execute(rows)
     else:
-        db.create_table(T.EMBEDDING_CACHE, data=rows)
+        t = db.create_table(T.EMBEDDING_CACHE, data=rows)
+    t.create_scalar_index("key", replace=True)   # lookups by key stay fast as the cache grows
     return rows.num_rows
 
 

@@ -34,6 +34,9 @@ class QueryScope:
         return QueryScope(self.search.with_domains(domains), self.collections)
 
 
+_MASK_CACHE = 256     # scope masks kept per row set (one per distinct user groups x routing choice)
+
+
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
     if table.num_rows == 0:
         return np.zeros((0, dim), dtype=np.float32)
@@ -70,13 +73,32 @@ class _Rows:
     id_rank: np.ndarray = field(init=False)
     index: dict[str, int] = field(init=False)
     _visible: dict[tuple[str, ...], np.ndarray] = field(init=False, default_factory=dict)
+    _codes: dict[str, tuple[dict, np.ndarray]] = field(init=False, default_factory=dict)
+    _masks: dict[tuple, np.ndarray] = field(init=False, default_factory=dict)
+    _sims: tuple = field(init=False, default=(None, None))
 
     def __post_init__(self):
         self.id_rank = _id_rank(self.ids)
         self.index = {str(i): n for n, i in enumerate(self.ids)}
+        # integer codes of the scope columns, built once: a per-query ``np.isin`` on object
+        # arrays of strings cost milliseconds per call over ten thousand rows
+        for name in ("domain", "version", "collection"):
+            col = getattr(self, name)
+            uniq, inv = np.unique(col.astype(str), return_inverse=True) if len(col) else ([], np.zeros(0, int))
+            self._codes[name] = ({str(u): n for n, u in enumerate(uniq)}, inv.astype(np.int32))
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def in_values(self, column: str, values) -> np.ndarray:
+        """Rows whose ``column`` (domain, version or collection) is one of ``values``."""
+        lookup, codes = self._codes[column]
+        wanted = [lookup[v] for v in values if v in lookup]
+        if not wanted:
+            return np.zeros(len(codes), dtype=bool)
+        if len(wanted) == 1:
+            return codes == wanted[0]
+        return np.isin(codes, np.array(wanted, dtype=np.int32))
 
     def visible(self, groups: tuple[str, ...]) -> np.ndarray:
         """Rows whose ACL lets ``groups`` see them (public rows are visible to all)."""
@@ -88,21 +110,43 @@ class _Rows:
         return self._visible[key]
 
     def mask(self, scope: QueryScope) -> np.ndarray:
-        """Visible rows inside the scope's domains, versions and collections."""
-        m = self.visible(scope.groups).copy()
+        """Visible rows inside the scope's domains, versions and collections (read-only).
+
+        Masks are cached per scope (a query asks for the same one from every route); the
+        cache is bounded and the arrays are read-only so no caller can alter a shared one.
+        """
         s = scope.search
+        key = (tuple(sorted(set(scope.groups))), s.domains, s.versions, scope.collections)
+        m = self._masks.get(key)
+        if m is not None:
+            return m
+        m = self.visible(scope.groups).copy()
         if s.domains is not None:
-            m &= np.isin(self.domain, np.array(list(s.domains), dtype=object))
+            m &= self.in_values("domain", s.domains)
         if s.versions is not None:
-            m &= np.isin(self.version, np.array(list(s.versions), dtype=object))
+            m &= self.in_values("version", s.versions)
         if scope.collections is not None:
-            m &= np.isin(self.collection, np.array(list(scope.collections), dtype=object))
+            m &= self.in_values("collection", scope.collections)
+        m.setflags(write=False)
+        if len(self._masks) >= _MASK_CACHE:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[key] = m
         return m
 
     def similarities(self, qvec: np.ndarray) -> np.ndarray:
+        """Cosine of every row with ``qvec`` (read-only; the last query's result is reused,
+        since routing, the routes and backtracking all ask for it)."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.float32)
-        return self.vectors @ np.asarray(qvec, dtype=np.float32)
+        q = np.asarray(qvec, dtype=np.float32)
+        key = q.tobytes()
+        last_key, last = self._sims
+        if last_key == key:
+            return last
+        out = self.vectors @ q
+        out.setflags(write=False)
+        self._sims = (key, out)
+        return out
 
 
 def top_k(scores: np.ndarray, mask: np.ndarray, k: int, id_rank: np.ndarray) -> list[tuple[int, float]]:

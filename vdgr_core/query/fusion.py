@@ -71,3 +71,14 @@ def merge_fused(runs: Sequence[Sequence[Fused]], rrf_k: int, id_rank=None) -> li
     tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
     order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
     return [Fused(r, scores[r], tuple(routes[r])) for r in order]
+
+
+PREFER_FACTOR = 2.0
+
+
+def prefer_rows(fused: Sequence[Fused], preferred, factor: float = PREFER_FACTOR) -> list[Fused]:
+    """Multiply the score of rows where ``preferred[row]`` is True by ``factor`` and re-sort
+    (stable: equal scores keep their order). Used for a collection the question names."""
+    out = [Fused(f.row, f.score * factor, f.routes) if preferred[f.row] else f for f in fused]
+    order = sorted(range(len(out)), key=lambda i: (-out[i].score, i))
+    return [out[i] for i in order]

@@ -12,7 +12,7 @@ from vdgr_core.ids import stable_id
 from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.data import IndexData, QueryScope, load_index_data
-from vdgr_core.query.fusion import Fused, merge_fused
+from vdgr_core.query.fusion import Fused, merge_fused, prefer_rows
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.pipeline import Retriever
 from vdgr_core.query.reflection import judge, refine_offline
@@ -132,15 +132,22 @@ class KnowledgeBase:
             decision = self.router.route(question, qvec, QueryScope(scope), trace, domain=domain)
         domains = decision.names
         qscope = QueryScope(scope.with_domains(domains), decision.collections)
+        # the routes search with the question minus the span naming the routed domain
+        rq = decision.query or question
+        if rq != question:
+            with trace.stage("embed"):
+                qvec = np.asarray(self.embedder.embed([rq])[0], dtype=np.float32)
         with trace.stage("retrieve"):
-            fused = self.retriever.retrieve(question, qvec, qscope, domains, trace)
+            fused = self.retriever.retrieve(rq, qvec, qscope, domains, trace)
+            if decision.preferred_collections:
+                fused = prefer_rows(fused, self.data.contents.in_values("collection", decision.preferred_collections))
         cmask = self.data.contents.mask(qscope)
         if cfg.backtrack:
             with trace.stage("backtrack"):
-                fused = self._with_backtrack(question, qvec, fused, cmask, k, trace)
+                fused = self._with_backtrack(rq, qvec, fused, cmask, k, trace)
         if cfg.reflection and cfg.reflection_rounds > 0:
             with trace.stage("reflection"):
-                fused = self._reflect(question, fused, qscope, domains, cmask, k, trace)
+                fused = self._reflect(rq, fused, qscope, domains, cmask, k, trace)
         evidence = [self._evidence(f) for f in fused[:k]]
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)

@@ -1,7 +1,7 @@
 """The query result: pydantic models matching the JSON contract of DESIGN.md."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +11,8 @@ class DomainScore(BaseModel):
 
     domain: str
     confidence: float = Field(ge=0.0, le=1.0)
+    # the collection the question names, when routing found one (DCD "section <collection>")
+    collection: Optional[str] = None
 
 
 class Evidence(BaseModel):

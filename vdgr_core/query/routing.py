@@ -22,12 +22,13 @@ from schemas.errors import LLMError
 from vdgr_core.query.constrained import choice_model
 from vdgr_core.query.data import IndexData, QueryScope
 from vdgr_core.query.result import DomainScore
-from vdgr_core.query.textutil import overlap, terms, tokens
+from vdgr_core.query.textutil import _TOKEN, overlap, terms, tokens
 from vdgr_core.query.trace import TraceRecorder
 
 ALL_COLLECTIONS = "ALL"
 _TEMPERATURE = 0.2
 _W_NAME, _W_TEXT, _W_COS, _W_BM25 = 2.0, 0.5, 1.0, 0.5
+STRIP_MIN = 0.75     # name score from which the matched span is the domain's name
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class RoutingDecision:
 
     domains: list[DomainScore]
     collections: Optional[tuple[str, ...]] = None
+    # retrieval text: the question without the span naming the chosen domain (None: as asked)
+    query: Optional[str] = None
+    # collections the question names explicitly ("..., section apartments: ..."): preferred,
+    # not a filter (a common word may happen to equal a collection name)
+    preferred_collections: Optional[tuple[str, ...]] = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -54,6 +60,73 @@ def name_match(question: str, name: str) -> float:
             return 1.0
     qs = set(q)
     return 0.5 * sum(1 for t in n if t in qs) / len(n)
+
+
+def name_tokens(name: str) -> list[str]:
+    """Tokens of a domain or collection name (``_`` and ``-`` separate words)."""
+    return tokens(name.replace("_", " ").replace("-", " "))
+
+
+def _token_spans(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer((text or "").lower())]
+
+
+class NameMatcher:
+    """Which domain a question names, weighting name tokens by how distinctive they are.
+
+    A token shared by every domain name (``galaxy`` in 33 phone manuals, ``zhk`` in 15
+    residential complexes) says nothing about which one is meant; a token in one name only
+    (``s10``, ``skyline``) says everything. Each name token gets the weight
+    ``log((N + 1) / df)`` over the N domain names. The score of a name is the weighted share of
+    its tokens covered by the best contiguous run of them found contiguously in the question
+    (so "RC City Skyline" names ``zhk_city_skyline`` with score ~0.98, "Galaxy S10" names
+    ``Galaxy_S10`` fully and ``Galaxy_S10e`` hardly at all); tokens present but not contiguous
+    count half. The run's character span is returned so the caller can strip it.
+    """
+
+    def __init__(self, names: Sequence[str]):
+        self._toks = {n: name_tokens(n) for n in names}
+        df: dict[str, int] = {}
+        for ts in self._toks.values():
+            for t in set(ts):
+                df[t] = df.get(t, 0) + 1
+        total = max(len(self._toks), 1)
+        self._w = {t: math.log((total + 1) / c) for t, c in df.items()}
+
+    def match(self, question: str, name: str) -> tuple[float, Optional[tuple[int, int]]]:
+        """``(score in [0, 1], (start, end) of the matched run in question or None)``."""
+        n = self._toks.get(name) or name_tokens(name)
+        q = _token_spans(question)
+        if not n or not q:
+            return 0.0, None
+        w = [self._w.get(t, math.log(2.0)) for t in n]
+        total = sum(w)
+        if total <= 0:
+            return 0.0, None
+        qt = [t for t, _, _ in q]
+        best, span = 0.0, None
+        for i in range(len(n)):
+            for j in range(len(n), i, -1):
+                run = n[i:j]
+                gain = sum(w[i:j]) / total
+                if gain <= best:
+                    continue
+                for a in range(len(qt) - len(run) + 1):
+                    if qt[a:a + len(run)] == run:
+                        best, span = gain, (q[a][1], q[a + len(run) - 1][2])
+                        break
+        present = set(qt)
+        loose = 0.5 * sum(wt for t, wt in zip(n, w) if t in present) / total
+        if loose > best:
+            return loose, None
+        return best, span
+
+
+def strip_span(question: str, span: Optional[tuple[int, int]]) -> str:
+    """The question without the characters of ``span`` (whitespace tidied)."""
+    if not span:
+        return question
+    return " ".join((question[: span[0]] + " " + question[span[1]:]).split())
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:
@@ -84,6 +157,12 @@ class Router:
         dirs = data.directories
         roots = {i for i, pid in enumerate(dirs.parent_id) if dirs.index.get(pid or "") is None}
         self._top_level = sorted(c for r in roots for c in data.dir_children.get(r, ()))
+        # built once: per-domain top-level directories and the domain code of every directory
+        self._top_by_domain: dict[str, list[int]] = {}
+        for i in self._top_level:
+            self._top_by_domain.setdefault(str(dirs.domain[i]), []).append(i)
+        self._dir_lookup, self._dir_codes = dirs._codes["domain"]
+        self._matcher = NameMatcher(sorted(self._infos))
 
     def route(self, question: str, qvec: np.ndarray, scope: QueryScope, trace: TraceRecorder,
               domain: Optional[str] = None) -> RoutingDecision:
@@ -93,7 +172,7 @@ class Router:
         """
         if domain is not None:
             trace.step("routing", f"explicit domain {domain!r}", domains=[domain])
-            return RoutingDecision([DomainScore(domain=domain, confidence=1.0)])
+            return self._finish(question, RoutingDecision([DomainScore(domain=domain, confidence=1.0)]), trace)
         names = sorted(self._infos)
         versions = scope.search.versions
         if versions is not None:
@@ -109,8 +188,63 @@ class Router:
         if self._llm is not None:
             chosen = self._llm_route(question, names, offline, trace)
             if chosen is not None:
-                return chosen
-        return offline
+                return self._finish(question, chosen, trace)
+        return self._finish(question, offline, trace)
+
+    def _finish(self, question: str, decision: RoutingDecision, trace: TraceRecorder) -> RoutingDecision:
+        """Add the retrieval text and the named collection to a routing decision.
+
+        Once a domain is chosen, the words of the question that name it carry no information
+        for ranking *inside* it (every chunk of the Galaxy S10 manual is about the Galaxy S10)
+        but they still pull BM25 and the query vector toward chunks that happen to repeat the
+        product name. When the top domain is named (name score >= ``STRIP_MIN``), that span is
+        removed from the text the routes search with. Then, DCD-style, a collection of the top
+        domain whose full name occurs in the question is preferred.
+        """
+        if not decision.domains:
+            return decision
+        top = decision.domains[0].domain
+        score, span = self._matcher.match(question, top)
+        query = None
+        if score >= STRIP_MIN and span is not None:
+            stripped = strip_span(question, span)
+            if terms(stripped):            # never strip a question down to nothing
+                query = stripped
+        colls = decision.collections
+        preferred = None
+        if colls is None:
+            named = self._named_collections(query or question, top)
+            if named:
+                preferred = named
+        if query is None and preferred is None:
+            return decision
+        domains = decision.domains
+        if preferred:
+            domains = [domains[0].model_copy(update={"collection": preferred[0]}), *domains[1:]]
+        trace.step("routing", "retrieval text and collection from the question",
+                   query=query, preferred_collections=list(preferred) if preferred else None)
+        return RoutingDecision(domains, colls, query, preferred)
+
+    def _named_collections(self, question: str, domain: str) -> Optional[tuple[str, ...]]:
+        """The collection of ``domain`` whose whole name (ordinal prefix ignored) occurs as a
+        contiguous token run in the question; the longest name wins; None if none or a tie."""
+        info = self._infos.get(domain)
+        if info is None or len(info.collections) < 2:
+            return None
+        q = tokens(question)
+        found = []
+        for c in info.collections:
+            n = name_tokens(c)
+            while n and n[0].isdigit():
+                n = n[1:]
+            if n and any(q[i:i + len(n)] == n for i in range(len(q) - len(n) + 1)):
+                found.append((len(n), c))
+        if not found:
+            return None
+        found.sort(key=lambda x: (-x[0], x[1]))
+        if len(found) > 1 and found[0][0] == found[1][0]:
+            return None
+        return (found[0][1],)
 
     # ------------------------------------------------------------ offline
     def _offline(self, question, qvec, scope, names, trace) -> RoutingDecision:
@@ -121,8 +255,12 @@ class Router:
         top = {}
         for n in names:
             info = self._infos[n]
-            titles = [dirs.title[i] for i in self._top_level if dirs.domain[i] == n and dmask[i]]
+            titles = [dirs.title[i] for i in self._top_by_domain.get(n, ()) if dmask[i]]
             top[n] = " ".join([info.description or "", *titles, *info.collections])
+        # best directory cosine per domain in one pass (no per-domain scan of all rows)
+        best_cos = np.full(len(self._dir_lookup) + 1, -np.inf)
+        if len(sims):
+            np.maximum.at(best_cos, self._dir_codes[dmask], sims[dmask])
         bm25 = {}
         for n in names:
             shard = self._reader.shard(n)
@@ -131,10 +269,10 @@ class Router:
         bm_total = sum(bm25.values())
         rows = []
         for n in names:
-            in_dom = dmask & (dirs.domain == n)
-            cos = float(sims[in_dom].max()) if in_dom.any() else 0.0
+            code = self._dir_lookup.get(n)
+            cos = float(best_cos[code]) if code is not None and np.isfinite(best_cos[code]) else 0.0
             parts = {
-                "name": name_match(question, n),
+                "name": self._matcher.match(question, n)[0],
                 "text": overlap(qterms, top[n]),
                 "cos": max(cos, 0.0),
                 "bm25": bm25[n] / bm_total if bm_total > 0 else 0.0,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable
 
 from vdgr_core.store.tantivy_shard import _STOP
@@ -30,9 +31,14 @@ def _stem(t: str) -> str:
     return t
 
 
-def term_set(text: str) -> set[str]:
-    """Light-stemmed token set of ``text`` for overlap measures."""
-    return {_stem(t) for t in tokens(text)}
+@lru_cache(maxsize=65536)
+def term_set(text: str) -> frozenset[str]:
+    """Light-stemmed token set of ``text`` for overlap measures.
+
+    Memoized: the same chunk and directory texts are measured by every query (TOC fine
+    selection, backtracking, sufficiency), and stemming them again dominated those stages.
+    """
+    return frozenset(_stem(t) for t in tokens(text))
 
 
 def overlap(query_terms: Iterable[str], text: str) -> float:

@@ -1,0 +1,67 @@
+"""`vdgr index` through runners.cli.main: runner presets, flags, refusal of unsupported URIs."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from runners.cli import main
+from runners.presets import PRESETS, apply_preset
+from schemas import tables as T
+from tests.support.corpus import write_corpus
+from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.writer import table_digest
+
+FILES = {
+    "net/_meta.yaml": "description: Networking products\n",
+    "net/routers/v1/_meta.yaml": "version: '1.0'\n",
+    "net/routers/v1/orbit.md": ("# Orbit X2 Manual\n\n## Factory reset\n\nHold RESET for 10 seconds.\n\n"
+                                "## Scheduler\n\nThe DL_MIMO_Mode scheduler drives the SKU-90214-B radio.\n"),
+    "net/switches/nova.md": "# Nova Switch Guide\n\n## Ports\n\nThe Nova switch has a SKU-90214-B uplink.\n",
+    "hr/leave.md": "# Leave policy\n\n## Annual leave\n\nEmployees get 25 days of annual leave.\n",
+    "hr/blob.txt": b"\x00\x01\x02 binary",
+}
+
+
+def _digests(index: str) -> dict[str, str]:
+    reader = IndexReader(index)
+    return {n: table_digest(n, reader.arrow(n)) for n in T.TABLES}
+
+
+def test_multiprocess_preset_builds_the_same_index_as_the_default(tmp_path, capsys):
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    common = [corpus, "--embedding", "hashing", "-q"]
+    assert main(["index", *common, "--index", str(tmp_path / "direct")]) == 0
+    assert main(["index", *common, "--index", str(tmp_path / "mp"), "--preset", "multiprocess"]) == 0
+    direct, mp = _digests(str(tmp_path / "direct")), _digests(str(tmp_path / "mp"))
+    assert IndexReader(str(tmp_path / "direct")).manifest.counts[T.CONTENTS] >= 4
+    assert mp == direct
+    assert (IndexReader(str(tmp_path / "mp")).manifest.build_id
+            == IndexReader(str(tmp_path / "direct")).manifest.build_id)
+    assert re.search(r"dead letters\s+1 of 4 files", capsys.readouterr().out)
+
+
+def test_presets_fill_only_flags_the_user_did_not_give():
+    args = apply_preset("multiprocess", ["--direct_num_workers=8"])
+    assert "--direct_num_workers=8" in args and "--direct_num_workers=2" not in args
+    assert "--direct_running_mode=multi_processing" in args and "--runner=FnApiRunner" in args
+    flink = apply_preset("flink", ["--flink_master=jm:8081"])
+    assert "--runner=FlinkRunner" in flink and "--flink_master=jm:8081" in flink
+    assert apply_preset("dataflow", ["--runner=FnApiRunner"]).count("--runner=FnApiRunner") == 1
+    assert set(PRESETS) == {"direct", "multiprocess", "flink", "dataflow"}
+    with pytest.raises(ValueError):
+        apply_preset("spark", [])
+
+
+@pytest.mark.parametrize("where", ["index", "corpus"])
+def test_object_store_uris_are_refused_with_a_clear_error(tmp_path, capsys, where):
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    index = str(tmp_path / "index")
+    if where == "index":
+        index = "gs://some-bucket/vdgr-index"
+    else:
+        corpus = "s3://some-bucket/corpus"
+    assert main(["index", corpus, "--index", index, "--embedding", "hashing", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "object-store URIs are not supported yet" in err and "RUNNERS.md" in err
+    assert not (tmp_path / "gs:").exists()
