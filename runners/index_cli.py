@@ -54,7 +54,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run, accepts_beam_args=True)
 
 
-def print_report(report, out=sys.stdout) -> None:
+def print_report(report, out=None) -> None:
+    out = out if out is not None else sys.stdout   # looked up per call (stdout may be replaced)
     m = report.manifest
     print(f"\nindex {m.build_id} committed in {report.wall_s:.1f} s", file=out)
     for name, rows in sorted(report.rows.items()):

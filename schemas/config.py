@@ -97,6 +97,10 @@ class QueryConfig(_Frozen):
     routes: tuple[Literal["bm25", "dense", "hybrid", "toc", "graph"], ...] = ("hybrid", "toc", "graph")
     composition: Literal["parallel", "sequential"] = "parallel"
     rrf_k: int = Field(default=60, ge=1)
+    # weighted RRF across routes: route 1 (lexical + dense, precise) counts fully; TOC and
+    # graph recall neighbours of the answer and add candidates without outvoting route 1
+    route_weights: dict[str, float] = Field(
+        default_factory=lambda: {"bm25": 1.0, "dense": 1.0, "hybrid": 1.0, "toc": 0.5, "graph": 0.5})
     toc_coarse_l: int = Field(default=50, ge=1)
     toc_fine: int = Field(default=5, ge=1)
     toc_max_contents: int = Field(default=40, ge=1)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 @dataclass
@@ -20,7 +20,8 @@ class Fused:
     routes: tuple[str, ...]
 
 
-def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = None) -> list[Fused]:
+def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = None,
+        weights: Mapping[str, float] | None = None) -> list[Fused]:
     """Fuse ranked lists: score(row) = sum over lists of 1 / (rrf_k + rank), rank from 1.
 
     Parameters
@@ -32,6 +33,10 @@ def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = N
         Tie-break rank per row (by id); row number when None.
     limit : int, optional
         Keep at most this many results.
+    weights : mapping of route name to weight, optional
+        Weighted RRF: a list's contributions are multiplied by the weight of its route
+        (1.0 when absent), so a less reliable route can add candidates without outvoting
+        a reliable one.
 
     Returns
     -------
@@ -43,11 +48,12 @@ def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = N
     routes: dict[int, list[str]] = {}
     for lst in lists:
         seen: set[int] = set()
+        w = 1.0 if weights is None else float(weights.get(lst.route, 1.0))
         for rank, (row, _score) in enumerate(lst.hits, 1):
             if row in seen:
                 continue
             seen.add(row)
-            scores[row] = scores.get(row, 0.0) + 1.0 / (rrf_k + rank)
+            scores[row] = scores.get(row, 0.0) + w / (rrf_k + rank)
             r = routes.setdefault(row, [])
             for name in lst.route.split("+"):
                 if name not in r:
@@ -59,13 +65,20 @@ def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = N
     return [Fused(r, scores[r], tuple(routes[r])) for r in order]
 
 
-def merge_fused(runs: Sequence[Sequence[Fused]], rrf_k: int, id_rank=None) -> list[Fused]:
-    """RRF over already-fused runs (e.g. before and after a refined query), uniting routes."""
+def merge_fused(runs: Sequence[Sequence[Fused]], rrf_k: int, id_rank=None,
+                weights: Sequence[float] | None = None) -> list[Fused]:
+    """RRF over already-fused runs (e.g. before and after a refined query), uniting routes.
+
+    ``weights`` (one per run, default 1.0) lets a run count less: a refined query searches
+    for what the first evidence lacked, so it should add candidates, not overturn the
+    ranking of the question as asked.
+    """
     scores: dict[int, float] = {}
     routes: dict[int, list[str]] = {}
-    for run in runs:
+    for n, run in enumerate(runs):
+        w = 1.0 if weights is None else float(weights[n])
         for rank, f in enumerate(run, 1):
-            scores[f.row] = scores.get(f.row, 0.0) + 1.0 / (rrf_k + rank)
+            scores[f.row] = scores.get(f.row, 0.0) + w / (rrf_k + rank)
             r = routes.setdefault(f.row, [])
             r.extend(x for x in f.routes if x not in r)
     tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)

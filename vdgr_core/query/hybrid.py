@@ -41,12 +41,40 @@ def dense_search(data: IndexData, qvec: np.ndarray, scope: QueryScope, domains: 
     return Ranked("dense", top_k(c.similarities(qvec), mask, k, c.id_rank))
 
 
+SIBLING_WEIGHT = 0.3     # share of a sibling chunk's score added to its section (parent-document)
+_FETCH = 3               # candidates fetched per slot before parent-document grouping
+
+
+def parent_grouped(hits: list[tuple[int, float]], data: IndexData, k: int) -> list[tuple[int, float]]:
+    """Parent-document scoring: rank chunks by the evidence of their whole section.
+
+    A section (the chunks sharing a parent directory node) scores its best chunk's score plus
+    ``SIBLING_WEIGHT`` times the scores of its other retrieved chunks: an answer split over
+    several chunks of one section is one strong match, not several weak ones. Chunks keep
+    their own score as the tie-break inside the section; returns the best ``k`` chunks.
+    """
+    c = data.contents
+    best: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for row, score in hits:
+        p = c.parent_id[row] or c.ids[row]
+        if p not in best:
+            best[p] = score
+        else:
+            extra[p] = extra.get(p, 0.0) + SIBLING_WEIGHT * max(score, 0.0)
+    sec = {p: best[p] + extra.get(p, 0.0) for p in best}
+    out = sorted(hits, key=lambda h: (-sec[c.parent_id[h[0]] or c.ids[h[0]]], -h[1], int(c.id_rank[h[0]])))
+    return [(r, sec[c.parent_id[r] or c.ids[r]]) for r, _ in out[:k]]
+
+
 def hybrid_search(reader, data: IndexData, question: str, qvec: np.ndarray, scope: QueryScope,
                   domains: Sequence[str], k: int, rrf_k: int, reranker: Reranker, top_n: int) -> Ranked:
     """BM25 + dense fused by RRF; the best ``top_n`` are re-ranked; returns the best ``k``."""
     n = max(k, top_n)
-    fused = rrf([bm25_search(reader, data, question, scope, domains, n),
-                 dense_search(data, qvec, scope, domains, n)], rrf_k, data.contents.id_rank)
+    bm = bm25_search(reader, data, question, scope, domains, n * _FETCH)
+    de = dense_search(data, qvec, scope, domains, n * _FETCH)
+    fused = rrf([Ranked("bm25", parent_grouped(bm.hits, data, n)),
+                 Ranked("dense", parent_grouped(de.hits, data, n))], rrf_k, data.contents.id_rank)
     head = [f.row for f in fused[:top_n]]
     tail = [(f.row, f.score) for f in fused[top_n:]]
     reranked = reranker.rerank(question, head, data.contents)

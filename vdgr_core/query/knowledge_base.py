@@ -24,6 +24,7 @@ from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.reader import IndexReader
 
 EXPANSIONS = 3
+REFINED_WEIGHT = 0.5    # a refined query's run counts half of the run it refines
 
 
 class QueryItem(BaseModel):
@@ -188,7 +189,7 @@ class KnowledgeBase:
                        gap=j.gap, refined_query=refined, by=j.by)
             rvec = np.asarray(self.embedder.embed([refined])[0], dtype=np.float32)
             more = self.retriever.retrieve(refined, rvec, qscope, domains, trace)
-            fused = merge_fused([fused, more], cfg.rrf_k, c.id_rank)
+            fused = merge_fused([fused, more], cfg.rrf_k, c.id_rank, weights=(1.0, REFINED_WEIGHT))
         return [f for f in fused if cmask[f.row]]
 
     def _expansions(self, question, qscope, domains) -> list[str]:

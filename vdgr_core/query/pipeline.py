@@ -62,11 +62,11 @@ class Retriever:
             lists = [self.run_route(r, question, qvec, scope, domains, trace) for r in routes]
             trace.step("retrieve", "parallel routes fused by RRF",
                        sizes={lst.route: len(lst.hits) for lst in lists})
-            return rrf(lists, cfg.rrf_k, self._data.contents.id_rank)
+            return rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
         first = [r for r in routes if r in ROUTE1] or routes[:1]
         rest = [r for r in routes if r not in first]
         lists = [self.run_route(r, question, qvec, scope, domains, trace) for r in first]
-        fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank)
+        fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
         for r in rest:
             with trace.stage("sufficiency"):
                 j = judge(question, fused, self._data.contents, self._llm, stage="sufficiency")
@@ -76,7 +76,7 @@ class Retriever:
             if j.sufficient:
                 break
             lists.append(self.run_route(r, question, qvec, scope, domains, trace))
-            fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank)
+            fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
         trace.step("retrieve", "sequential routes fused by RRF",
                    sizes={lst.route: len(lst.hits) for lst in lists})
         return fused
