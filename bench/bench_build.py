@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import REPO
+from bench.common import REPO, emanual_all_corpus
 
 _EMBED_ALONE = r"""
 import json, sys, time
@@ -61,17 +61,14 @@ def main(argv=None) -> int:
     ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "build.json")
     args = ap.parse_args(argv)
-    corpus = args.work / "perf_emanual_all"
-    if not (corpus / "corpus").is_dir():
-        subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(corpus), "--all"],
-                       cwd=REPO, check=True)
+    corpus = emanual_all_corpus(args.work)
     index = args.work / "bench_build_index"
     if index.exists():
         import shutil
         shutil.rmtree(index)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     vdgr = str(Path(sys.executable).with_name("vdgr"))
-    build_s, build_out = _run_child([vdgr, "index", str(corpus / "corpus"), "--index", str(index),
+    build_s, build_out = _run_child([vdgr, "index", str(corpus), "--index", str(index),
                                      "--embedding", args.embedding, "-q"], env)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     _, embed_out = _run_child([sys.executable, "-c", _EMBED_ALONE, str(index), args.embedding], env)

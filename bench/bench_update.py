@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import REPO
+from bench.common import REPO, emanual_all_corpus
 
 
 def _vdgr(args: list[str]) -> tuple[float, str]:
@@ -48,15 +48,12 @@ def main(argv=None) -> int:
     ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "update.json")
     args = ap.parse_args(argv)
-    source = args.work / "perf_emanual_all"
-    if not (source / "corpus").is_dir():
-        subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(source), "--all"],
-                       cwd=REPO, check=True)
+    source = emanual_all_corpus(args.work)
     corpus, index = args.work / "update_corpus", args.work / "update_index"
     for p in (corpus, index):
         if p.exists():
             shutil.rmtree(p)
-    shutil.copytree(source / "corpus", corpus)
+    shutil.copytree(source, corpus)
     emb = ["--embedding", args.embedding]
     full_s, _ = _vdgr(["index", str(corpus), "--index", str(index), *emb])
     chunks_before = _ids(index, "contents", "chunk_id")

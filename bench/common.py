@@ -106,3 +106,15 @@ def tree_hash(root: Path) -> str:
         h.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
+
+
+def emanual_all_corpus(work: Path) -> Path:
+    """The EManual corpus (S10 + 32 manuals) for the performance benchmarks, converted once."""
+    import subprocess
+    import sys
+
+    out = work / "perf_emanual_all"
+    if not (out / "corpus").is_dir():
+        subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(out), "--all"],
+                       cwd=REPO, check=True)
+    return out / "corpus"

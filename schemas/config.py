@@ -117,3 +117,16 @@ class QueryConfig(_Frozen):
     reranker: RerankerConfig = RerankerConfig()
     llm: Optional[LLMConfig] = None
     embedding: EmbeddingConfig = EmbeddingConfig()
+    guardrails: "GuardrailConfig" = Field(default_factory=lambda: GuardrailConfig())
+
+
+class GuardrailConfig(_Frozen):
+    """Query screen (owner-extendable deny list) and answer screen (secrets, personal data,
+    unsupported sentences)."""
+
+    deny_list: tuple[str, ...] = ()
+    screen_answers: bool = True
+    min_support: float = Field(default=0.5, ge=0, le=1)
+
+
+QueryConfig.model_rebuild()
