@@ -6,6 +6,9 @@ everything outside the blocks (hand-written text) is kept. The block carries the
 date and machine (``uname -a``, CPU count) recorded by ``bench.run_eval``.
 
 ``python -m bench.update_benchmarks_md [--out bench/out] [--file BENCHMARKS.md] [names...]``
+
+The latency report of ``python -m bench.bench_query`` (``bench/out/latency.json``) is merged
+the same way, as the block ``latency``.
 """
 from __future__ import annotations
 
@@ -52,7 +55,12 @@ def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list
     done = []
     for p in reports:
         report = json.loads(p.read_text(encoding="utf-8"))
-        text = merge_block(text, report["dataset"], render(report))
+        if report.get("kind") == "latency":          # bench.bench_query's report
+            from bench.bench_query import render as render_latency
+            body = render_latency(report)
+        else:
+            body = render(report)
+        text = merge_block(text, report["dataset"], body)
         done.append(report["dataset"])
     md_file.write_text(text, encoding="utf-8")
     return done

@@ -51,3 +51,18 @@ def test_supported_flags_drop_unknown_options(monkeypatch):
     monkeypatch.setattr(vdgr_cli, "query_flags", lambda: frozenset({"--routes", "--no-routing"}))
     keep, dropped = vdgr_cli.supported(["--routes", "bm25", "--no-backtrack", "--no-routing"])
     assert keep == ["--routes", "bm25", "--no-routing"] and dropped == ["--no-backtrack"]
+
+
+def test_latency_report_merges(tmp_path):
+    rep = {"dataset": "latency", "kind": "latency", "command": "python -m bench.bench_query",
+           "date": "2026-01-01 00:00 UTC", "machine": {"uname": "Linux x", "nproc": 2}, "commit": None,
+           "index": "idx", "repeat": 1, "questions": 50,
+           "results": {name: {s: {"n": 50, "p50_ms": 10.0, "p95_ms": 20.0, "mean_ms": 12.0}
+                              for s in ("all", "scoped", "named", "unscoped")}
+                       for name in ("route 1", "all routes")}}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "latency.json").write_text(json.dumps(rep))
+    target = tmp_path / "BENCHMARKS.md"
+    assert ub.update(target, tmp_path / "out") == ["latency"]
+    text = target.read_text()
+    assert "| all routes | named | 50 | 10.0 | 20.0 | 12.0 |" in text and "<!-- bench:latency:begin -->" in text

@@ -154,18 +154,24 @@ class GraphRoute:
         cseeds = top_k(csims, cmask, cfg.graph_n, c.id_rank)
         # entity personalization: exact name matches and vector candidates, half each
         ew_exact = np.zeros(len(e))
-        for r in exact:
-            ew_exact[r] = 1.0 + e.importance[r]
+        if exact:
+            ex = np.asarray(exact, dtype=np.int64)
+            ew_exact[ex] = 1.0 + e.importance[ex]
         ew_vec = np.zeros(len(e))
-        for r, s in vec:
-            ew_vec[r] = max(s, 0.0) ** 2 * (0.1 + e.importance[r])
+        if vec:
+            vr = np.fromiter((r for r, _ in vec), dtype=np.int64, count=len(vec))
+            vs = np.fromiter((s for _, s in vec), dtype=np.float64, count=len(vec))
+            ew_vec[vr] = np.maximum(vs, 0.0) ** 2 * (0.1 + e.importance[vr])
         ew = 0.5 * _unit(ew_exact) + 0.5 * _unit(ew_vec) if exact else _unit(ew_vec)
         cw = np.zeros(len(c))
-        for r, s in cseeds:
-            cw[r] = max(s, 0.0) + 1e-6
+        if cseeds:
+            cr = np.fromiter((r for r, _ in cseeds), dtype=np.int64, count=len(cseeds))
+            cs = np.fromiter((s for _, s in cseeds), dtype=np.float64, count=len(cseeds))
+            cw[cr] = np.maximum(cs, 0.0) + 1e-6
         beta = cfg.graph_beta if ew.sum() > 0 else 0.0
         ew, cw = beta * _unit(ew), (1.0 - beta) * _unit(cw)
-        scores: dict[int, float] = {}
+        got_rows: list[np.ndarray] = []
+        got_vals: list[np.ndarray] = []
         sizes = 0
         for d in domains:
             g = self.graph(d)
@@ -183,10 +189,15 @@ class GraphRoute:
             sizes += len(nodes)
             sub = g.adj[nodes][:, nodes]
             r = personalized_pagerank(sub, p[nodes], damping=DAMPING) * mass
-            for li, val in zip(nodes, r):
-                if li < g.nc:
-                    scores[int(g.content_rows[li])] = float(val)
-        hits = sorted(scores.items(), key=lambda x: (-x[1], int(c.id_rank[x[0]])))[:k]
+            is_content = nodes < g.nc
+            got_rows.append(g.content_rows[nodes[is_content]])
+            got_vals.append(r[is_content])
+        hits = []
+        if got_rows:
+            rows = np.concatenate(got_rows)
+            vals = np.concatenate(got_vals)
+            order = np.lexsort((c.id_rank[rows], -vals))[:k]
+            hits = [(int(rows[i]), float(vals[i])) for i in order]
         trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
                    f"{len(vec)} vector entities, {len(cseeds)} content seeds",
                    matched=[e.name[r] for r in exact[:10]], contents=len(hits))

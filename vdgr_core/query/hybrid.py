@@ -54,17 +54,21 @@ def parent_grouped(hits: list[tuple[int, float]], data: IndexData, k: int) -> li
     their own score as the tie-break inside the section; returns the best ``k`` chunks.
     """
     c = data.contents
-    best: dict[str, float] = {}
-    extra: dict[str, float] = {}
+    best: dict[tuple, float] = {}
+    extra: dict[tuple, float] = {}
+    # the parent is the section *within one source file*: directory nodes are merged on
+    # their title path, so two files with the same title (two passages both titled "Paris")
+    # share a directory node but are different documents
+    key = lambda r: (c.source[r], c.parent_id[r] or c.ids[r])   # noqa: E731
     for row, score in hits:
-        p = c.parent_id[row] or c.ids[row]
+        p = key(row)
         if p not in best:
             best[p] = score
         else:
             extra[p] = extra.get(p, 0.0) + SIBLING_WEIGHT * max(score, 0.0)
     sec = {p: best[p] + extra.get(p, 0.0) for p in best}
-    out = sorted(hits, key=lambda h: (-sec[c.parent_id[h[0]] or c.ids[h[0]]], -h[1], int(c.id_rank[h[0]])))
-    return [(r, sec[c.parent_id[r] or c.ids[r]]) for r, _ in out[:k]]
+    out = sorted(hits, key=lambda h: (-sec[key(h[0])], -h[1], int(c.id_rank[h[0]])))
+    return [(r, sec[key(r)]) for r, _ in out[:k]]
 
 
 def hybrid_search(reader, data: IndexData, question: str, qvec: np.ndarray, scope: QueryScope,

@@ -1,6 +1,7 @@
 """``KnowledgeBase``: the query side of VDGR opened on one index build."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
@@ -25,6 +26,31 @@ from vdgr_core.store.reader import IndexReader
 
 EXPANSIONS = 3
 REFINED_WEIGHT = 0.5    # a refined query's run counts half of the run it refines
+
+
+@contextmanager
+def _one_blas_thread():
+    """Run a query's matrix-vector products on one BLAS thread.
+
+    A query's products (ten thousand rows x 384) take well under a millisecond on one core;
+    spread over all cores of a shared machine they wait for a busy core (measured 5 ms per
+    product with the other core loaded). Without threadpoolctl this is a no-op.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER = ThreadpoolController()      # scans the loaded libraries once
+        except ImportError:  # pragma: no cover - optional
+            _CONTROLLER = False
+    if not _CONTROLLER:
+        yield
+        return
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        yield
+
+
+_CONTROLLER = None
 
 
 class QueryItem(BaseModel):
@@ -108,17 +134,22 @@ class KnowledgeBase:
         qid : str, optional
             Result id (default: a digest of the question and filters).
         """
-        return self._query(question, domain=domain, version=version, groups=tuple(groups), k=k, qid=qid)
+        with _one_blas_thread():
+            return self._query(question, domain=domain, version=version, groups=tuple(groups), k=k, qid=qid)
 
     def query_batch(self, items: Iterable[Union[QueryItem, dict]], k: Optional[int] = None) -> list[QueryResult]:
         """Answer many questions (in order); question vectors are embedded in one batch."""
         items = [i if isinstance(i, QueryItem) else QueryItem.model_validate(i) for i in items]
-        vecs = self.embedder.embed([i.question for i in items]) if items else []
-        return [self._query(i.question, domain=i.domain, version=i.version, groups=tuple(i.groups),
-                            k=k, qid=i.id, qvec=vecs[n]) for n, i in enumerate(items)]
+        named = [self.router.named_text(i.question) for i in items]
+        extra = sorted({t for t in named if t})
+        vecs = self.embedder.embed([i.question for i in items] + extra) if items else []
+        pre = {t: vecs[len(items) + n] for n, t in enumerate(extra)}
+        with _one_blas_thread():
+            return [self._query(i.question, domain=i.domain, version=i.version, groups=tuple(i.groups),
+                                k=k, qid=i.id, qvec=vecs[n], pre=pre) for n, i in enumerate(items)]
 
     # ------------------------------------------------------------------ internals
-    def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None) -> QueryResult:
+    def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None, pre=None) -> QueryResult:
         cfg = self.config
         k = k or cfg.k
         trace = TraceRecorder(self.llm)
@@ -126,8 +157,15 @@ class KnowledgeBase:
                             versions=(version,) if version else None)
         qid = qid or stable_id("query", question, domain or "", version or "", *sorted(groups), length=16)
         with trace.stage("embed"):
+            pre = dict(pre or {})
             if qvec is None:
-                qvec = self.embedder.embed([question])[0]
+                # the question and (when it names a domain) the text without that name, in
+                # one batch: routing nearly always picks the named domain
+                named = self.router.named_text(question)
+                vecs = self.embedder.embed([question, named] if named else [question])
+                qvec = vecs[0]
+                if named:
+                    pre[named] = vecs[1]
             qvec = np.asarray(qvec, dtype=np.float32)
         with trace.stage("routing"):
             decision = self.router.route(question, qvec, QueryScope(scope), trace, domain=domain)
@@ -137,7 +175,8 @@ class KnowledgeBase:
         rq = decision.query or question
         if rq != question:
             with trace.stage("embed"):
-                qvec = np.asarray(self.embedder.embed([rq])[0], dtype=np.float32)
+                v = pre.get(rq)
+                qvec = np.asarray(v if v is not None else self.embedder.embed([rq])[0], dtype=np.float32)
         with trace.stage("retrieve"):
             fused = self.retriever.retrieve(rq, qvec, qscope, domains, trace)
             if decision.preferred_collections:

@@ -225,6 +225,20 @@ class Router:
                    query=query, preferred_collections=list(preferred) if preferred else None)
         return RoutingDecision(domains, colls, query, preferred)
 
+    def named_text(self, question: str) -> Optional[str]:
+        """The retrieval text routing will most likely choose: the question without the span
+        of the best-named domain (None when no domain is named). Lets the caller embed both
+        texts in one batch before routing."""
+        best, span = 0.0, None
+        for n in self._infos:
+            sc, sp = self._matcher.match(question, n)
+            if sc > best:
+                best, span = sc, sp
+        if best < STRIP_MIN or span is None:
+            return None
+        stripped = strip_span(question, span)
+        return stripped if terms(stripped) else None
+
     def _named_collections(self, question: str, domain: str) -> Optional[tuple[str, ...]]:
         """The collection of ``domain`` whose whole name (ordinal prefix ignored) occurs as a
         contiguous token run in the question; the longest name wins; None if none or a tie."""

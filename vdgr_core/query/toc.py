@@ -27,12 +27,22 @@ def _label(d, i: int) -> str:
     return " > ".join(d.full_path[i][1:]) or d.title[i]
 
 
+def _not_root(data: IndexData) -> np.ndarray:
+    """Directories that have a parent (computed once per loaded index, not per query)."""
+    cached = getattr(data, "_toc_not_root", None)
+    if cached is None:
+        d = data.directories
+        cached = np.array([d.index.get(p or "") is not None for p in d.parent_id], dtype=bool)
+        data._toc_not_root = cached
+    return cached
+
+
 def toc_search(data: IndexData, question: str, qvec: np.ndarray, scope: QueryScope,
                domains: Sequence[str], config: QueryConfig, trace: TraceRecorder, llm=None) -> Ranked:
     """Run route 2 and return its ranked content rows (route name ``toc``)."""
     d = data.directories
     sc = scope.with_domains(domains)
-    not_root = np.array([d.index.get(p or "") is not None for p in d.parent_id], dtype=bool)
+    not_root = _not_root(data)
     dsims = d.similarities(qvec)
     coarse = top_k(dsims, d.mask(sc) & not_root, config.toc_coarse_l, d.id_rank)
     if not coarse:
