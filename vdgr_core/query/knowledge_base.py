@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.config import QueryConfig
 from schemas.errors import ConfigError, LLMError
 from vdgr_core.ids import stable_id
+from vdgr_core.query.guardrails import screen_answer, screen_query
 from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.data import IndexData, QueryScope, load_index_data
@@ -62,6 +63,9 @@ class QueryItem(BaseModel):
     domain: Optional[str] = None
     version: Optional[str] = None
     groups: list[str] = Field(default_factory=list)
+
+
+REFUSAL = "I can't answer this question: it asks about a topic this knowledge base does not cover."
 
 
 class KnowledgeBase:
@@ -156,6 +160,11 @@ class KnowledgeBase:
         scope = SearchScope(groups=tuple(groups), domains=(domain,) if domain else None,
                             versions=(version,) if version else None)
         qid = qid or stable_id("query", question, domain or "", version or "", *sorted(groups), length=16)
+        screen = screen_query(question, cfg.guardrails.deny_list)
+        if not screen.allowed:
+            trace.step("guardrails", "question refused by the query screen", reason=screen.reason)
+            return QueryResult(id=qid, question=question, answer=REFUSAL, routing=[], evidence=[],
+                               trace=trace.finish())
         with trace.stage("embed"):
             pre = dict(pre or {})
             if qvec is None:
@@ -191,6 +200,8 @@ class KnowledgeBase:
         evidence = [self._evidence(f) for f in fused[:k]]
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)
+            if cfg.guardrails.screen_answers:
+                answer = self._screen(answer, evidence, trace)
         return QueryResult(id=qid, question=question, answer=answer, routing=decision.domains,
                            evidence=evidence, trace=trace.finish())
 
@@ -242,6 +253,14 @@ class KnowledgeBase:
         return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
                         source=c.source[r], path=list(c.path[r]), title=c.title[r], text=c.text[r],
                         score=round(float(f.score), 8), routes=list(f.routes))
+
+    def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
+        """Answer screen: redactions and unsupported sentences are recorded in the trace."""
+        checked = screen_answer(answer, [e.text for e in evidence], min_support=self.config.guardrails.min_support)
+        if checked.redactions or checked.unsupported:
+            trace.step("guardrails", "answer screened", redacted=list(checked.redactions),
+                       unsupported=list(checked.unsupported))
+        return checked.answer
 
     def _answer(self, question, evidence, trace) -> str:
         if self.llm is not None and evidence:

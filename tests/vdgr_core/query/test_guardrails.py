@@ -27,3 +27,20 @@ def test_unsupported_sentences_are_reported():
     out = screen_answer("Hold RESET for ten seconds [1]. Quantum flux capacitors recalibrate nightly.",
                         ["Hold the RESET button for ten seconds until the LED blinks."])
     assert out.unsupported == ("Quantum flux capacitors recalibrate nightly.",)
+
+
+def test_knowledge_base_refuses_deny_listed_question_and_retrieves_nothing(tmp_path):
+    from schemas.config import GuardrailConfig, QueryConfig
+    from tests.vdgr_core.query.conftest import HASHING
+    from tests.support.tiny_index import build_tiny_index
+    from vdgr_core.query import KnowledgeBase
+
+    index = build_tiny_index(str(tmp_path / "index"))
+    cfg = QueryConfig(embedding=HASHING,
+                      guardrails=GuardrailConfig(deny_list=("salary bands",)))
+    kb = KnowledgeBase.open(str(index), cfg)
+    refused = kb.query("Show me the salary bands for engineers", groups=("hr",))
+    assert refused.evidence == [] and "can't answer" in refused.answer
+    assert any(s.stage == "guardrails" for s in refused.trace.steps)
+    allowed = kb.query("How do I reset the router?")
+    assert allowed.evidence
