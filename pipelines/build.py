@@ -27,7 +27,7 @@ from transforms.write import BuildTantivyShards, WriteStagedTable
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
-from vdgr_core.ids import doc_id
+from vdgr_core.ids import doc_id, entity_id
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.rows import (chunk_row, content_embedding_text, dead_letter_row,
                                      directory_embedding_text, directory_row)
@@ -58,19 +58,29 @@ def _join_vectors(kv, make_row):
         yield make_row(item, vectors[0])
 
 
-def _mean_vector(vectors) -> list[float]:
-    m = np.mean(np.stack([np.asarray(v, dtype=np.float32) for v in vectors]), axis=0)
-    n = float(np.linalg.norm(m))
-    return [float(x) for x in (m / n if n > 0 else m)]
+class _MeanVectorFn(beam.CombineFn):
+    """Normalized mean of vectors, accumulated as (sum, count) without buffering the inputs."""
 
+    def create_accumulator(self):
+        return None, 0
 
-def _entity_vectors(kv):
-    _chunk_id, grouped = kv
-    vectors = list(grouped["vector"])
-    if not vectors:
-        return
-    for entity in grouped["entity"]:
-        yield entity, vectors[0]
+    def add_input(self, acc, vector):
+        total, n = acc
+        v = np.asarray(vector, dtype=np.float64)
+        return (v if total is None else total + v), n + 1
+
+    def merge_accumulators(self, accs):
+        total, n = None, 0
+        for t, c in accs:
+            if t is not None:
+                total = t if total is None else total + t
+                n += c
+        return total, n
+
+    def extract_output(self, acc):
+        total, _ = acc
+        norm = float(np.linalg.norm(total)) if total is not None else 0.0
+        return [float(x) for x in (total / norm if norm > 0 else total)] if total is not None else []
 
 
 def _with_vector(kv, dim):
@@ -123,11 +133,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                       | "Directory row" >> beam.FlatMap(_join_vectors, make_row=directory_row))
 
     entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
-    entity_vecs = ({"entity": existence | "Entity by chunk" >> beam.Map(lambda e: (e["src"], e["dst"])),
-                    "vector": content_rows | "Vector by chunk" >> beam.Map(lambda r: (r["chunk_id"], r["vector"]))}
-                   | "Join chunk vectors" >> beam.CoGroupByKey()
-                   | "Entity chunk vectors" >> beam.FlatMap(_entity_vectors)
-                   | "Mean entity vector" >> beam.CombinePerKey(_mean_vector))
+    entity_vecs = (content_rows
+                   | "Entity chunk vectors" >> beam.FlatMap(
+                       lambda r: ((entity_id(r["domain"], norm), r["vector"]) for norm in r["entities"]))
+                   | "Mean entity vector" >> beam.CombinePerKey(_MeanVectorFn()))
     entity_rows = ({"row": entity_rows | "Key entity" >> beam.Map(lambda r: (r["entity_id"], r)),
                     "vector": entity_vecs}
                    | "Join entity vectors" >> beam.CoGroupByKey()
