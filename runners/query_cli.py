@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from schemas.config import EmbeddingConfig, LLMConfig, QueryConfig
+from schemas.config import EmbeddingConfig, GuardrailConfig, LLMConfig, QueryConfig
 from schemas.errors import VdgrError
 
 ROUTES = ("bm25", "dense", "hybrid", "toc", "graph")
@@ -37,6 +37,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--llm-model", default=None)
     p.add_argument("--llm-api-key", default="not-needed")
     p.add_argument("--llm-cache", default=None, help="sqlite file for the LLM cache")
+    p.add_argument("--deny-list", help="file of blocked words or phrases, one per line (query screen)")
     p.add_argument("--questions", help="JSONL input, one {id, question, ...} per line")
     p.add_argument("--out", help="JSONL output for --questions (default: stdout)")
     p.set_defaults(func=run)
@@ -66,6 +67,10 @@ def _config(args, manifest) -> QueryConfig:
         extra["k"] = args.k
     if args.composition:
         extra["composition"] = args.composition
+    if args.deny_list:
+        with open(args.deny_list, encoding="utf-8") as f:
+            terms = tuple(t.strip() for t in f if t.strip() and not t.startswith("#"))
+        extra["guardrails"] = GuardrailConfig(deny_list=terms)
     return QueryConfig(embedding=emb, llm=llm, backtrack=not args.no_backtrack,
                        reflection=not args.no_reflection, routing=not args.no_routing, **extra)
 

@@ -26,7 +26,8 @@ class _ParseDoFn(beam.DoFn):
         self._docs = Metrics.counter("vdgr", "documents_parsed")
         self._chunks = Metrics.counter("vdgr", "chunks")
         self._dead = Metrics.counter("vdgr", "dead_letters")
-        self._seen = 0
+        self._seen = 0          # progress lines only; nothing depends on these counts
+        self._seen_chunks = 0
 
     def process(self, task: DocumentTask):
         data = None
@@ -44,8 +45,9 @@ class _ParseDoFn(beam.DoFn):
         self._docs.inc()
         self._chunks.inc(len(doc.chunks))
         self._seen += 1
+        self._seen_chunks += len(doc.chunks)
         if self._seen % 200 == 0:
-            _log.info("parsed %d documents in this worker", self._seen)
+            _log.info("parsed %d documents (%d chunks) in this worker", self._seen, self._seen_chunks)
         yield doc
 
 

@@ -89,3 +89,13 @@ def test_query_side_never_imports_beam(tiny_index):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(Path(__file__).resolve().parents[3]))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_cli_deny_list_refuses_before_retrieval(tiny_index, tmp_path, capsys):
+    deny = tmp_path / "deny.txt"
+    deny.write_text("# blocked topics\nPowerShare\n", encoding="utf-8")
+    rc = query_cli.run(_args(["--index", tiny_index, "Wireless PowerShare", "--json",
+                              "--deny-list", str(deny)]))
+    assert rc == 0
+    res = QueryResult.model_validate_json(capsys.readouterr().out)
+    assert res.evidence == [] and res.routing == []
