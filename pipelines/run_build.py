@@ -71,7 +71,6 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
     check_local_paths(config)
-    os.makedirs(config.index, exist_ok=True)
     say(f"scanning {config.corpus}")
     scan = scan_corpus(config.corpus)
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
@@ -101,6 +100,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     """Run the pipeline over ``scan`` and commit (with ``keep``'s rows for an update)."""
     t0 = time.perf_counter() if t0 is None else t0
     check_local_paths(config)
+    os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
     skipped = [_skipped_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)
