@@ -27,6 +27,10 @@ _SUBS: tuple[tuple[re.Pattern, str], ...] = (
 )
 
 
+_MARKUP_CHARS = re.compile(r"[\\`*_\[\]<~&!]")
+_RESTORE_TABLE = str.maketrans(_RESTORE)
+
+
 def _strip_segment(s: str) -> str:
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
@@ -43,6 +47,8 @@ def strip_markdown_inline(text: str) -> str:
     >>> strip_markdown_inline("Use **bold** and [the docs](http://x) or `a_b_c`.")
     'Use bold and the docs or a_b_c.'
     """
+    if not _MARKUP_CHARS.search(text):  # most lines of prose carry no markup at all
+        return text
     text = _ESCAPE.sub(lambda m: _PROTECT[m.group(1)], text)
     out: list[str] = []
     pos = 0
@@ -51,4 +57,4 @@ def strip_markdown_inline(text: str) -> str:
         out.append(m.group(2).strip() if m.group(2).strip() else m.group(2))
         pos = m.end()
     out.append(_strip_segment(text[pos:]))
-    return "".join(out).translate(str.maketrans(_RESTORE))
+    return "".join(out).translate(_RESTORE_TABLE)
