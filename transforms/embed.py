@@ -1,9 +1,10 @@
 """Batched embeddings with a content-hash cache (a second build embeds nothing)."""
 from __future__ import annotations
 
+import threading
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from apache_beam.utils import shared
 
 from schemas.config import BuildConfig
 from vdgr_core.embedding import make_embedder
@@ -12,29 +13,34 @@ from vdgr_core.indexing.embed_cache import EmbeddingCache, embed_with_cache
 NEW_VECTORS = "new_vectors"
 
 
-class _ModelHolder:
-    """Weak-referenceable holder so beam.utils.shared can share one model per process."""
+_MODELS: dict[str, object] = {}
+_MODELS_LOCK = threading.Lock()
 
-    def __init__(self, embedder):
-        self.embedder = embedder
+
+def process_embedder(config):
+    """One embedder per worker process and configuration, loaded once.
+
+    A cache only: results never depend on it. It outlives a pipeline on purpose, so a
+    long-running `vdgr watch` (a new update pipeline per poll, same process) loads the model once.
+    """
+    key = config.model_dump_json()
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = make_embedder(config)
+        return _MODELS[key]
 
 
 class _EmbedBatchDoFn(beam.DoFn):
-    def __init__(self, config: BuildConfig, shared_handle):
+    def __init__(self, config: BuildConfig):
         self._config = config
-        self._shared = shared_handle
         self._computed = Metrics.counter("vdgr", "embeddings_computed")
         self._cached = Metrics.counter("vdgr", "embeddings_from_cache")
 
     def setup(self):
-        self._holder = None
         self._cache = EmbeddingCache(self._config.index)
 
-    def _embedder(self):
-        if self._holder is None:  # loaded on the first cache miss only
-            cfg = self._config.embedding
-            self._holder = self._shared.acquire(lambda: _ModelHolder(make_embedder(cfg)), tag=repr(cfg))
-        return self._holder.embedder
+    def _embedder(self):  # called on the first cache miss only
+        return process_embedder(self._config.embedding)
 
     def process(self, batch):
         batch = list(batch)
@@ -72,5 +78,5 @@ class EmbedTexts(beam.PTransform):
                 | "Length bucket" >> beam.Map(lambda kv: (length_bucket(kv[1]), kv))
                 | "Batch similar lengths" >> beam.GroupIntoBatches(size)
                 | "Drop bucket" >> beam.Values()
-                | "Embed batch" >> beam.ParDo(_EmbedBatchDoFn(self._config, shared.Shared()))
+                | "Embed batch" >> beam.ParDo(_EmbedBatchDoFn(self._config))
                 .with_outputs(NEW_VECTORS, main="vectors"))
