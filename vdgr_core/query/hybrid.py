@@ -1,4 +1,5 @@
-"""Route 1: BM25 (tantivy, per routed domain) + dense (in-memory vectors) + RRF + re-ranking.
+"""Route 1: BM25 (tantivy, per routed domain) + dense (in-memory vectors), fused by a convex
+combination of normalized scores (or RRF), + re-ranking.
 
 Both searches apply the scope as a pre-filter: the tantivy query carries the access and version
 clauses, and the dense search masks rows before its top-k.
@@ -10,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from vdgr_core.query.data import IndexData, QueryScope, top_k
-from vdgr_core.query.fusion import Ranked, rrf
+from vdgr_core.query.fusion import Ranked, convex, rrf
 from vdgr_core.query.rerank import Reranker
 
 
@@ -72,13 +73,20 @@ def parent_grouped(hits: list[tuple[int, float]], data: IndexData, k: int) -> li
 
 
 def hybrid_search(reader, data: IndexData, question: str, qvec: np.ndarray, scope: QueryScope,
-                  domains: Sequence[str], k: int, rrf_k: int, reranker: Reranker, top_n: int) -> Ranked:
-    """BM25 + dense fused by RRF; the best ``top_n`` are re-ranked; returns the best ``k``."""
+                  domains: Sequence[str], k: int, rrf_k: int, reranker: Reranker, top_n: int,
+                  fusion: str = "convex") -> Ranked:
+    """BM25 + dense (section-grouped) fused by ``fusion``: ``"convex"`` (equal-weight sum of
+    min-max normalized scores, see :func:`convex`) or ``"rrf"``; the best ``top_n`` are
+    re-ranked; returns the best ``k``."""
     n = max(k, top_n)
     bm = bm25_search(reader, data, question, scope, domains, n * _FETCH)
     de = dense_search(data, qvec, scope, domains, n * _FETCH)
-    fused = rrf([Ranked("bm25", parent_grouped(bm.hits, data, n)),
-                 Ranked("dense", parent_grouped(de.hits, data, n))], rrf_k, data.contents.id_rank)
+    lists = [Ranked("bm25", parent_grouped(bm.hits, data, n)),
+             Ranked("dense", parent_grouped(de.hits, data, n))]
+    if fusion == "rrf":
+        fused = rrf(lists, rrf_k, data.contents.id_rank)
+    else:
+        fused = convex(lists, data.contents.id_rank)
     head = [f.row for f in fused[:top_n]]
     tail = [(f.row, f.score) for f in fused[top_n:]]
     reranked = reranker.rerank(question, head, data.contents)

@@ -1,4 +1,7 @@
-"""Composition of the retrieval routes: parallel (all routes, RRF) or sequential (escalate)."""
+"""Composition of the retrieval routes: parallel (all routes) or sequential (escalate).
+
+Either way route 1's list anchors the fusion: TOC and graph only add rows it did not return
+(:func:`vdgr_core.query.fusion.anchored_rrf`)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -7,7 +10,7 @@ import numpy as np
 
 from schemas.config import QueryConfig
 from vdgr_core.query.data import IndexData, QueryScope
-from vdgr_core.query.fusion import Fused, Ranked, rrf
+from vdgr_core.query.fusion import Fused, Ranked, anchored_rrf
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.hybrid import bm25_search, dense_search, hybrid_search
 from vdgr_core.query.reflection import judge
@@ -41,7 +44,7 @@ class Retriever:
                 out = dense_search(data, qvec, scope, domains, cfg.k)
             elif route == "hybrid":
                 out = hybrid_search(self._reader, data, question, qvec, scope, domains, cfg.k,
-                                    cfg.rrf_k, self._reranker, cfg.reranker.top_n)
+                                    cfg.rrf_k, self._reranker, cfg.reranker.top_n, cfg.hybrid_fusion)
                 err = getattr(self._reranker, "last_error", None)
                 if err:
                     trace.step("rerank", "LLM re-ranker failed: fused order kept", error=err)
@@ -53,6 +56,14 @@ class Retriever:
                 raise ValueError(f"unknown route {route!r}")
         return out
 
+    def _fuse(self, lists: Sequence[Ranked]) -> list[Fused]:
+        """Weighted RRF anchored on the route-1 lists: TOC and graph add rows, never reorder."""
+        cfg = self._config
+        primary = [lst for lst in lists if lst.route in ROUTE1]
+        secondary = [lst for lst in lists if lst.route not in ROUTE1]
+        return anchored_rrf(primary, secondary, cfg.rrf_k, self._data.contents.id_rank,
+                            weights=cfg.route_weights)
+
     def retrieve(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
                  trace: TraceRecorder, routes: Sequence[str] | None = None) -> list[Fused]:
         """All routes fused by RRF (parallel) or route 1 first, escalating while insufficient."""
@@ -60,13 +71,13 @@ class Retriever:
         routes = list(routes or cfg.routes)
         if cfg.composition == "parallel" or len(routes) == 1:
             lists = [self.run_route(r, question, qvec, scope, domains, trace) for r in routes]
-            trace.step("retrieve", "parallel routes fused by RRF",
+            trace.step("retrieve", "parallel routes fused by RRF anchored on route 1",
                        sizes={lst.route: len(lst.hits) for lst in lists})
-            return rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
+            return self._fuse(lists)
         first = [r for r in routes if r in ROUTE1] or routes[:1]
         rest = [r for r in routes if r not in first]
         lists = [self.run_route(r, question, qvec, scope, domains, trace) for r in first]
-        fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
+        fused = self._fuse(lists)
         for r in rest:
             with trace.stage("sufficiency"):
                 j = judge(question, fused, self._data.contents, self._llm, stage="sufficiency")
@@ -76,7 +87,7 @@ class Retriever:
             if j.sufficient:
                 break
             lists.append(self.run_route(r, question, qvec, scope, domains, trace))
-            fused = rrf(lists, cfg.rrf_k, self._data.contents.id_rank, weights=cfg.route_weights)
-        trace.step("retrieve", "sequential routes fused by RRF",
+            fused = self._fuse(lists)
+        trace.step("retrieve", "sequential routes fused by RRF anchored on route 1",
                    sizes={lst.route: len(lst.hits) for lst in lists})
         return fused
