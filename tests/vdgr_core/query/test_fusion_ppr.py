@@ -64,3 +64,39 @@ def test_ppr_prefers_nodes_near_the_seed():
     r = personalized_pagerank(adj.tocsr(), np.array([0, 1.0, 0, 0, 0, 0]))
     assert r[:3].sum() > r[3:].sum()
     assert r.argmax() == 1
+
+
+def test_convex_fusion_uses_normalized_scores():
+    from vdgr_core.query.fusion import convex
+
+    # bm25 has one clear winner; dense barely separates its first three: the decisive list decides
+    bm = Ranked("bm25", [(1, 20.0), (2, 2.0), (3, 1.0)])
+    de = Ranked("dense", [(2, 0.62), (3, 0.60), (1, 0.58), (4, 0.20)])
+    out = convex([bm, de])
+    assert out[0].row == 1 and out[0].routes == ("bm25", "dense")
+    assert abs(out[0].score - (0.5 * 1.0 + 0.5 * 0.38 / 0.42)) < 1e-12
+    assert [f.row for f in rrf([bm, de], 60)][0] == 2          # RRF: ranks only
+    # a row missing from a list counts 0 there; a flat list maps to 1; limit
+    out = convex([Ranked("bm25", [(7, 3.0)]), Ranked("dense", [])], limit=1)
+    assert [(f.row, f.score) for f in out] == [(7, 1.0)]
+
+
+def test_anchored_rrf_secondary_routes_only_add_rows():
+    from vdgr_core.query.fusion import anchored_rrf
+
+    hybrid = Ranked("hybrid", [(1, 0.0), (2, 0.0), (3, 0.0)])
+    toc = Ranked("toc", [(3, 0.0), (9, 0.0)])
+    graph = Ranked("graph", [(3, 0.0), (9, 0.0), (8, 0.0)])
+    w = {"hybrid": 1.0, "toc": 0.5, "graph": 0.5}
+    out = anchored_rrf([hybrid], [toc, graph], 60, weights=w)
+    rows = [f.row for f in out]
+    assert [r for r in rows if r in (1, 2, 3)] == [1, 2, 3]     # route 1's order is kept
+    assert rrf([hybrid, toc, graph], 60, weights=w)[0].row == 3  # plain RRF lifts row 3 to the top
+    assert set(rows) == {1, 2, 3, 8, 9}
+    by_row = {f.row: f for f in out}
+    assert by_row[3].routes == ("hybrid", "toc", "graph")       # provenance kept
+    assert by_row[3].score == 1 / 63                             # route 1 alone
+    assert by_row[9].score == 0.5 / 62 + 0.5 / 62                # placed by its own score
+    assert rows == [1, 2, 9, 3, 8]                               # 9 ties 2: row id decides
+    # no route-1 list: plain weighted RRF over the others
+    assert [f.row for f in anchored_rrf([], [toc, graph], 60, weights=w)][0] == 3
