@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 
 from pipelines.commit import KeepFromIndex
 from pipelines.run_build import BuildReport, config_summary, execute_build, run_build
-from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update
+from pipelines.update_plan import UpdatePlan, current_fingerprints, domain_of, plan_update
 from schemas import tables as T
 from schemas.config import BuildConfig
 from schemas.errors import IndexError_
@@ -56,11 +56,8 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
         return UpdateReport(plan, None, time.perf_counter() - t0)
     affected = set(plan.affected_domains)
     sub = CorpusScan(tasks=tuple(t for t in scan.tasks if t.domain in affected),
-                     skipped=tuple(p for p in scan.skipped if _domain(p) in affected))
+                     skipped=tuple(p for p in scan.skipped if domain_of(p) in affected))
     report = execute_build(config, sub, scan, beam_args, say,
                            keep=KeepFromIndex(reader, tuple(sorted(affected))), t0=t0)
     return UpdateReport(plan, report, time.perf_counter() - t0)
 
-
-def _domain(rel_path: str) -> str:
-    return rel_path.split("/", 1)[0] if "/" in rel_path else ""

@@ -53,7 +53,8 @@ def current_fingerprints(scan: CorpusScan, config: BuildConfig) -> dict[str, tup
     return out
 
 
-def _domain(rel_path: str) -> str:
+def domain_of(rel_path: str) -> str:
+    """The domain a corpus-relative path belongs to ("" for files at the corpus root)."""
     return rel_path.split("/", 1)[0] if "/" in rel_path else ""
 
 
@@ -68,8 +69,8 @@ def plan_update(old: Iterable[Mapping], current: Mapping[str, tuple[str, str]],
     moved = tuple(sorted((by_hash_deleted[current[p][1]], p) for p in added
                          if current[p][1] and current[p][1] in by_hash_deleted))
     touched = set(added) | set(deleted) | set(changed)
-    domains = {_domain(p) for p in touched}
+    domains = {domain_of(p) for p in touched}
     if config_changed:
-        domains |= {_domain(p) for p in set(current) | set(before)}
+        domains |= {domain_of(p) for p in set(current) | set(before)}
     return UpdatePlan(tuple(added), tuple(changed), tuple(deleted), moved,
                       tuple(sorted(domains)), config_changed)
