@@ -55,6 +55,8 @@ def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list
     done = []
     for p in reports:
         report = json.loads(p.read_text(encoding="utf-8"))
+        if "dataset" not in report:  # bench_build / bench_update: the hand-written Indexing section
+            continue
         if report.get("kind") == "latency":          # bench.bench_query's report
             from bench.bench_query import render as render_latency
             body = render_latency(report)
