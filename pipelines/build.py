@@ -13,7 +13,6 @@ from __future__ import annotations
 
 
 import apache_beam as beam
-import numpy as np
 
 from pipelines.staging import Staging
 from schemas import tables as T
@@ -27,7 +26,7 @@ from transforms.write import BuildTantivyShards, WriteStagedTable
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
-from vdgr_core.ids import doc_id, entity_id
+from vdgr_core.ids import doc_id
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.rows import (chunk_row, content_embedding_text, dead_letter_row,
                                      directory_embedding_text, directory_row)
@@ -58,36 +57,10 @@ def _join_vectors(kv, make_row):
         yield make_row(item, vectors[0])
 
 
-class _MeanVectorFn(beam.CombineFn):
-    """Normalized mean of vectors, accumulated as (sum, count) without buffering the inputs."""
-
-    def create_accumulator(self):
-        return None, 0
-
-    def add_input(self, acc, vector):
-        total, n = acc
-        v = np.asarray(vector, dtype=np.float64)
-        return (v if total is None else total + v), n + 1
-
-    def merge_accumulators(self, accs):
-        total, n = None, 0
-        for t, c in accs:
-            if t is not None:
-                total = t if total is None else total + t
-                n += c
-        return total, n
-
-    def extract_output(self, acc):
-        total, _ = acc
-        norm = float(np.linalg.norm(total)) if total is not None else 0.0
-        return [float(x) for x in (total / norm if norm > 0 else total)] if total is not None else []
-
-
-def _with_vector(kv, dim):
-    _eid, grouped = kv
-    vecs = list(grouped["vector"])
-    for row in grouped["row"]:
-        yield {**row, "vector": vecs[0] if vecs else [0.0] * dim}
+def staged_schema(name: str, dim: int):
+    """Schema of a staged table: the index schema, less the entity vectors the commit adds."""
+    schema = T.schema_for(name, dim)
+    return schema.remove(schema.get_field_index("vector")) if name == T.ENTITIES else schema
 
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
@@ -132,15 +105,8 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                       | "Join directory vectors" >> beam.CoGroupByKey()
                       | "Directory row" >> beam.FlatMap(_join_vectors, make_row=directory_row))
 
+    # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
     entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
-    entity_vecs = (content_rows
-                   | "Entity chunk vectors" >> beam.FlatMap(
-                       lambda r: ((entity_id(r["domain"], norm), r["vector"]) for norm in r["entities"]))
-                   | "Mean entity vector" >> beam.CombinePerKey(_MeanVectorFn()))
-    entity_rows = ({"row": entity_rows | "Key entity" >> beam.Map(lambda r: (r["entity_id"], r)),
-                    "vector": entity_vecs}
-                   | "Join entity vectors" >> beam.CoGroupByKey()
-                   | "Entity row with vector" >> beam.FlatMap(_with_vector, dim=dim))
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     containment = (summarized, annotated) | "Containment" >> ContainmentEdges()
     edges = (existence, cooccurrence, containment) | "All edges" >> beam.Flatten()
@@ -158,7 +124,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
         T.EMBEDDING_CACHE: embedded[NEW_VECTORS],
     }
     for name, rows in outputs.items():
-        _ = rows | f"Stage {name}" >> WriteStagedTable(staging.prefix(name), T.schema_for(name, dim))
+        _ = rows | f"Stage {name}" >> WriteStagedTable(staging.prefix(name), staged_schema(name, dim))
     shards = content_rows | "BM25 shards" >> BuildTantivyShards(config.index)
     _ = shards | "Stage shard list" >> beam.io.WriteToText(staging.prefix("shards"), file_name_suffix=".jsonl")
 

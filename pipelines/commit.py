@@ -9,10 +9,12 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.build import staged_schema
 from pipelines.staging import Staging
 from schemas import tables as T
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.embed_cache import append_to_cache
+from vdgr_core.indexing.entity_vectors import with_entity_vectors
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import ShardInfo
@@ -70,7 +72,8 @@ class KeepFromIndex:
 def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
                  config: dict, keep: Optional[KeepFromIndex] = None) -> tuple[Manifest, dict]:
     """Commit staged tables (plus, for an update, the rows kept from the committed index)."""
-    tables = {name: staging.read_table(name, T.schema_for(name, dim)) for name in T.TABLES}
+    tables = {name: staging.read_table(name, staged_schema(name, dim)) for name in T.TABLES}
+    tables[T.ENTITIES] = with_entity_vectors(tables[T.ENTITIES], tables[T.EDGES], tables[T.CONTENTS], dim)
     shards = staging.read_shards()
     parent_build_id = None
     if keep is not None:
