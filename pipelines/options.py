@@ -17,3 +17,12 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append(f"--runner={DEFAULT_RUNNER}")
     return PipelineOptions(args)
+
+
+def runs_in_this_process(options: PipelineOptions) -> bool:
+    """True when DoFns run inside this Python process (FnApiRunner, in-memory mode)."""
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner or DEFAULT_RUNNER
+    mode = options.view_as(DirectOptions).direct_running_mode
+    return runner in ("FnApiRunner", "DirectRunner") and mode in (None, "in_memory")

@@ -12,7 +12,7 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
 from pipelines.commit import KeepFromIndex, commit_build
-from pipelines.options import pipeline_options
+from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas.config import BuildConfig
 from schemas.errors import ConfigError, DeadLetterReason
@@ -78,6 +78,21 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     return execute_build(config, scan, scan, beam_args, say, t0=t0)
 
 
+def warm_embedder_in_background(config: BuildConfig) -> None:
+    """Load the embedding model while the pipeline parses (in-process runner, full builds).
+
+    The embedding step takes the process-wide embedder (transforms.embed.process_embedder);
+    loading it on a thread here overlaps the ~3 s load with parsing instead of stalling the
+    embedding stage. An update skips this: most of its texts are cached and it may need no model.
+    """
+    import threading
+
+    from transforms.embed import process_embedder
+
+    threading.Thread(target=process_embedder, args=(config.embedding,), name="vdgr-warm-embedder",
+                     daemon=True).start()
+
+
 def check_local_paths(config: BuildConfig) -> None:
     """Refuse object-store URIs for the index and corpus, which are not supported end to end yet.
 
@@ -111,7 +126,10 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     try:
         say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
         t1 = time.perf_counter()
-        p = beam.Pipeline(options=pipeline_options(beam_args))
+        options = pipeline_options(beam_args)
+        if keep is None and runs_in_this_process(options):
+            warm_embedder_in_background(config)
+        p = beam.Pipeline(options=options)
         build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging,
                        dead_from_scan=skipped)
         result = p.run()
