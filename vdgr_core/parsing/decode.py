@@ -2,19 +2,21 @@
 from __future__ import annotations
 
 import codecs
+import re
 
 from schemas.errors import DeadLetterReason, DocumentError
 
 _SAMPLE_BYTES = 8192
 _MAX_CONTROL_RATIO = 0.10
-_ALLOWED_CONTROLS = frozenset("\t\n\r\f")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")   # controls other than \t \n \f \r
 
 
 def _control_ratio(chars: str) -> float:
     if not chars:
         return 0.0
-    bad = sum(1 for c in chars if (ord(c) < 32 or ord(c) == 127) and c not in _ALLOWED_CONTROLS)
-    return bad / len(chars)
+    return len(_CONTROL.findall(chars)) / len(chars)
 
 
 def _check_binary_bytes(sample: bytes) -> None:
