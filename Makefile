@@ -28,5 +28,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
+# Every benchmark, then BENCHMARKS.md (about 15 minutes on 2 cores; needs ../shared/bench).
+bench: $(STAMP)
+	$(BIN)/python -m bench.bench_build
+	$(BIN)/python -m bench.bench_update
+	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.run_eval $$d || exit 1; done
+	$(BIN)/python -m bench.bench_query
+	$(BIN)/python -m bench.update_benchmarks_md
+
 clean:
 	rm -rf demo-index .pytest_cache
