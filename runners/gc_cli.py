@@ -1,0 +1,21 @@
+"""`vdgr gc`: remove table versions and shards no current manifest needs."""
+from __future__ import annotations
+
+import datetime as _dt
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("gc", help="remove old table versions, unused BM25 shards and crash leftovers")
+    p.add_argument("--index", required=True)
+    p.add_argument("--keep-minutes", type=float, default=60.0,
+                   help="grace period for readers pinned to an older manifest (default 60)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from vdgr_core.store.gc import collect_garbage
+
+    r = collect_garbage(args.index, _dt.timedelta(minutes=args.keep_minutes))
+    print(f"removed {r.lance_versions_removed} table versions, "
+          f"{r.shard_folders_removed} BM25 shard folders, {r.staging_runs_removed} staging runs")
+    return 0

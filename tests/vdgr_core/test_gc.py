@@ -1,0 +1,58 @@
+"""Garbage collection keeps what the manifest names and removes the rest."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from pipelines.run_build import run_build
+from pipelines.run_update import run_update
+from schemas import tables as T
+from schemas.config import BuildConfig, EmbeddingConfig
+from tests.support.corpus import write_corpus
+from vdgr_core.store.filters import SearchScope
+from vdgr_core.store.gc import collect_garbage
+from vdgr_core.store.reader import IndexReader
+
+
+def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
+    corpus, index = write_corpus(str(tmp_path / "c")), str(tmp_path / "i")
+    cfg = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
+    run_build(cfg)
+    old_shard = IndexReader(index).manifest.tantivy_shards["net"]
+    with open(os.path.join(corpus, "net", "extra.md"), "w", encoding="utf-8") as f:
+        f.write("# Extra\n\nA new page about the Orbit X2 antenna.\n")
+    run_update(cfg)
+    os.makedirs(os.path.join(index, "_staging", "crashed-run"))
+    reader = IndexReader(index)
+    live = reader.manifest
+    assert live.tantivy_shards["net"] != old_shard
+    report = collect_garbage(index, keep=dt.timedelta(0))
+    assert report.shard_folders_removed == 1 and report.staging_runs_removed == 1
+    assert report.lance_versions_removed > 0
+    assert not os.path.exists(os.path.join(index, old_shard))
+    again = IndexReader(index)
+    assert again.manifest.build_id == live.build_id
+    assert again.arrow(T.CONTENTS).num_rows == reader.arrow(T.CONTENTS).num_rows
+    assert again.shard("net").search("antenna", 5, SearchScope())
+    untouched = collect_garbage(index, keep=dt.timedelta(hours=1))
+    assert untouched.shard_folders_removed == 0 and untouched.lance_versions_removed == 0
+
+
+def test_gc_after_many_appends_keeps_the_manifest_readable(tmp_path):
+    import dataclasses
+
+    from vdgr_core.store.lance_store import connect
+    from vdgr_core.store.manifest import read_manifest, write_manifest
+
+    corpus, index = write_corpus(str(tmp_path / "c")), str(tmp_path / "i")
+    cfg = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
+    run_build(cfg)
+    table = connect(index).open_table(T.EDGES)
+    rows = table.to_arrow()
+    for i in range(3):  # several fragments, so that optimize compacts and commits a version
+        table.add(rows.slice(i, 1), mode="append")
+    table.add(rows, mode="overwrite")
+    m = read_manifest(index)
+    write_manifest(index, dataclasses.replace(m, table_versions={**m.table_versions, T.EDGES: table.version}))
+    collect_garbage(index, keep=dt.timedelta(0))
+    assert IndexReader(index).arrow(T.EDGES).num_rows == rows.num_rows

@@ -1,0 +1,78 @@
+"""Garbage collection of an index: what no manifest needs any more, once readers are done.
+
+Every build and update adds LanceDB table versions and may publish new tantivy shard folders;
+a crash can leave a staging folder or a half-built shard. ``collect_garbage`` removes, when
+older than ``keep``: LanceDB versions other than the ones the current manifest names, shard
+folders the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
+``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
+``optimize`` also compacts small fragments; when that commits a new version of a table the
+manifest names (same rows), the manifest is rewritten, atomically, to name it. Run it when no
+build or update is writing to the index.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import shutil
+import time
+import warnings
+from dataclasses import dataclass
+
+from schemas import tables as T
+from vdgr_core.store.lance_store import connect, has_table
+from vdgr_core.store.manifest import read_manifest, write_manifest
+
+
+@dataclass(frozen=True)
+class GcReport:
+    lance_versions_removed: int
+    shard_folders_removed: int
+    staging_runs_removed: int
+
+
+def _older_than(path: str, keep_s: float) -> bool:
+    return time.time() - os.path.getmtime(path) > keep_s
+
+
+def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1)) -> GcReport:
+    """Remove what the current manifest does not need and is older than ``keep``."""
+    manifest = read_manifest(index_dir)
+    db = connect(index_dir)
+    versions = 0
+    compacted: dict[str, int] = {}
+    for name in (*T.TABLES, T.EMBEDDING_CACHE):
+        if not has_table(db, name):
+            continue
+        table = db.open_table(name)
+        if name in manifest.table_versions and table.version != manifest.table_versions[name]:
+            continue  # a newer commit is in progress or landed after this manifest: leave it
+        before = len(table.list_versions())
+        with warnings.catch_warnings():  # the grace period is the caller's explicit choice
+            warnings.simplefilter("ignore", UserWarning)
+            table.optimize(cleanup_older_than=keep)   # also compacts small fragments
+        versions += max(0, before - len(table.list_versions()))
+        if name in manifest.table_versions and table.version != manifest.table_versions[name]:
+            compacted[name] = table.version   # compaction committed a version with the same rows
+    if compacted:
+        write_manifest(index_dir, dataclasses.replace(
+            manifest, table_versions={**manifest.table_versions, **compacted}))
+    keep_s = keep.total_seconds()
+    live = {os.path.normpath(os.path.join(index_dir, f)) for f in manifest.tantivy_shards.values()}
+    shards = 0
+    root = os.path.join(index_dir, "tantivy")
+    for domain in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        folder = os.path.join(root, domain)
+        for shard in sorted(os.listdir(folder)):
+            path = os.path.normpath(os.path.join(folder, shard))
+            if path not in live and _older_than(path, keep_s):
+                shutil.rmtree(path, ignore_errors=True)
+                shards += 1
+    runs = 0
+    staging = os.path.join(index_dir, "_staging")
+    for run in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
+        path = os.path.join(staging, run)
+        if _older_than(path, keep_s):
+            shutil.rmtree(path, ignore_errors=True)
+            runs += 1
+    return GcReport(versions, shards, runs)
