@@ -22,7 +22,7 @@ PAGE = """<!DOCTYPE html>
 
 def test_title_sections_and_dropped_elements():
     doc = parse_document(PAGE, "html", "fb")
-    assert doc.title == "Orbit Manual"
+    assert doc.title == "Orbit X2"   # the single <h1> names the page; <title> is the fallback
     assert [(s.title, s.heading_path) for s in doc.sections] == [
         ("", ()),
         ("Reset", ("Reset",)),
@@ -59,3 +59,23 @@ def test_script_only_is_no_content():
     with pytest.raises(DocumentError) as e:
         parse_document("<html><script>x()</script></html>", "html", "fb")
     assert e.value.reason == DeadLetterReason.NO_CONTENT
+
+
+SPHINX_PAGE = """<!DOCTYPE html><html><head><title>json — JSON encoder — Python 3.11 documentation</title></head>
+<body><div class="related" role="navigation"><h3>Navigation</h3><ul><li>index</li></ul></div>
+<div class="document"><div class="body" role="main">
+<section><h1>json — JSON encoder<a class="headerlink" href="#m">¶</a></h1><p>Intro text.</p>
+<section><h2>Basic Usage<a class="headerlink" href="#b">¶</a></h2>
+<dl><dt>json.dump(obj)<a class="headerlink" href="#d">¶</a></dt><dd>Serialize obj.</dd></dl></section></section>
+</div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3><p>sidebar</p></div>
+<div class="footer">footer text</div></body></html>"""
+
+
+def test_documentation_page_furniture_is_dropped():
+    doc = parse_document(SPHINX_PAGE, "html", "fb")
+    assert doc.title == "json — JSON encoder"
+    assert [s.heading_path for s in doc.sections] == [(), ("Basic Usage",)]
+    text = " ".join(s.text for s in doc.sections)
+    assert "¶" not in text and "sidebar" not in text and "Navigation" not in text
+    assert "json.dump(obj)" in text and "Serialize obj." in text

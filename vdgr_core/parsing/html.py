@@ -21,6 +21,13 @@ _LINE = frozenset({"li", "tr", "dt", "dd", "caption", "figcaption", "summary", "
 _CELL = frozenset({"td", "th"})
 _SKIP_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
 _WS = re.compile(r"\s+")
+# Page furniture, not content: landmark roles of navigation and site chrome, and the classes the
+# common documentation generators (Sphinx, DocBook, MkDocs) give their sidebars, navigation bars
+# and permalink anchors.
+_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary"})
+_DROP_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related", "navheader", "navfooter",
+                           "breadcrumbs", "breadcrumb", "toc-backref", "md-sidebar", "skip-link"})
+_PERMALINK = re.compile(r"\s*[¶§#🔗]+\s*$")
 _HTML_OPEN = re.compile(r"<html[\s>]", re.I)
 _HTML_CLOSE = re.compile(r"</html\s*>", re.I)
 
@@ -51,10 +58,11 @@ class _Collector:
             if not isinstance(child, Tag):
                 continue
             name = (child.name or "").lower()
-            if name in _DROP:
+            if name in _DROP or _is_furniture(child):
                 continue
             if name in _HEADINGS:
-                self.heading(_HEADINGS[name], _WS.sub(" ", child.get_text(" ")).strip())
+                title = _WS.sub(" ", _heading_text(child)).strip()
+                self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
             elif name == "br":
                 self.brk(1)
             elif name in _PARA:
@@ -70,6 +78,25 @@ class _Collector:
                 self.text(" ")
             else:
                 self.walk(child, in_pre)
+
+
+def _is_furniture(tag: Tag) -> bool:
+    attrs = tag.attrs or {}
+    if str(attrs.get("role", "")).lower() in _DROP_ROLES:
+        return True
+    classes = attrs.get("class") or ()
+    return any(c.lower() in _DROP_CLASSES for c in classes)
+
+
+def _heading_text(tag: Tag) -> str:
+    return " ".join(str(t) for t in tag.find_all(string=True)
+                    if not any(_is_furniture(p) for p in t.parents if p is not tag and isinstance(p, Tag)))
+
+
+def _content_root(soup: BeautifulSoup):
+    """The page's main content when it is marked (``<main>`` or ``role="main"``), else the page."""
+    main = soup.find("main") or soup.find(attrs={"role": "main"})
+    return main if main is not None else soup
 
 
 def _body(parts: list) -> str:
@@ -104,8 +131,10 @@ def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     Returns
     -------
     ParsedDocument
-        Title from ``<title>`` or the first ``<h1>``; sections from h1-h6; script, style
-        and nav dropped; tags reduced to text, list items and table rows as lines.
+        Title from the page's single ``<h1>``, else ``<title>``; sections from h1-h6 inside
+        ``<main>``/``role="main"`` when the page marks it; script, style, navigation landmarks,
+        documentation-generator sidebars and permalink anchors dropped; tags reduced to text,
+        list items and table rows as lines.
 
     Raises
     ------
@@ -118,6 +147,8 @@ def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     title_tag = soup.find("title")
     explicit = _WS.sub(" ", title_tag.get_text(" ")).strip() if title_tag else ""
     collector = _Collector()
-    collector.walk(soup)
+    collector.walk(_content_root(soup))
     entries = [(lvl, t, _body(b)) for lvl, t, b in collector.entries]
+    if sum(1 for lvl, _, _ in entries if lvl == 1) == 1:
+        explicit = ""   # the page's own h1 names it; <title> often adds a site suffix
     return build_document(entries, fallback_title, explicit_title=explicit or None)
