@@ -51,7 +51,7 @@ class _EmbedBatchDoFn(beam.DoFn):
         for key, vec, computed in zip(result.keys, result.vectors, result.computed):
             yield (key, vec)
             if computed:
-                yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": [float(x) for x in vec]})
+                yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": vec})
 
 
 def length_bucket(text: str) -> int:

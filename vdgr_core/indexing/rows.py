@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from schemas.records import Chunk, DeadLetter, DirectoryNode
 from schemas.tables import acl_text
 from vdgr_core.ids import content_hash, edge_id
@@ -25,7 +27,7 @@ def chunk_row(c: Chunk, vector) -> dict:
         "collection": c.collection, "version": c.version, "acl": sorted(c.acl),
         "acl_text": acl_text(c.acl), "public": not c.acl, "position": c.position,
         "n_tokens": c.n_tokens, "summary": c.summary, "entities": list(c.entities),
-        "text_hash": content_hash(c.text), "vector": [float(x) for x in vector],
+        "text_hash": content_hash(c.text), "vector": np.asarray(vector, dtype=np.float32),
     }
 
 
@@ -35,7 +37,7 @@ def directory_row(n: DirectoryNode, vector) -> dict:
         "parent_id": n.parent_id, "domain": n.domain, "collection": n.collection,
         "version": n.version, "title": n.title, "level": n.level, "kind": n.kind,
         "acl": sorted(n.acl), "acl_text": acl_text(n.acl), "public": not n.acl,
-        "source": n.source, "summary": n.summary, "vector": [float(x) for x in vector],
+        "source": n.source, "summary": n.summary, "vector": np.asarray(vector, dtype=np.float32),
     }
 
 
