@@ -67,10 +67,20 @@ def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = N
                 continue
             seen.add(row)
             scores[row] = scores.get(row, 0.0) + w / (rrf_k + rank)
-            r = routes.setdefault(row, [])
-            for name in lst.route.split("+"):
-                if name not in r:
-                    r.append(name)
+            _note_route(routes, row, lst.route)
+    return _ordered(scores, routes, id_rank, limit)
+
+
+def _note_route(routes: dict[int, list[str]], row: int, route: str) -> None:
+    """Record that ``route`` (possibly "a+b") found ``row``, keeping first-seen order."""
+    found = routes.setdefault(row, [])
+    for name in route.split("+"):
+        if name not in found:
+            found.append(name)
+
+
+def _ordered(scores: dict[int, float], routes: dict[int, list[str]], id_rank, limit) -> list[Fused]:
+    """Rows best first, ties broken by id rank (row number when None), cut to ``limit``."""
     tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
     order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
     if limit is not None:
@@ -105,15 +115,8 @@ def convex(lists: Sequence[Ranked], id_rank=None, limit: int | None = None,
             seen.add(row)
             norm = (score - lo) / (hi - lo) if hi > lo else 1.0
             scores[row] = scores.get(row, 0.0) + w * norm
-            r = routes.setdefault(row, [])
-            for name in lst.route.split("+"):
-                if name not in r:
-                    r.append(name)
-    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
-    order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
-    if limit is not None:
-        order = order[:limit]
-    return [Fused(r, scores[r], tuple(routes[r])) for r in order]
+            _note_route(routes, row, lst.route)
+    return _ordered(scores, routes, id_rank, limit)
 
 
 def anchored_rrf(primary: Sequence[Ranked], secondary: Sequence[Ranked], rrf_k: int, id_rank=None,
