@@ -12,16 +12,14 @@ and reports the ratio build / embed-alone (goal: at most 1.5). Writes bench/out/
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
-import subprocess
+import shutil
 import sys
 import time
-from pathlib import Path
 
-from bench.common import REPO, emanual_all_corpus
+from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
 
 _EMBED_ALONE = r"""
 import json, sys, time
@@ -45,33 +43,16 @@ print(json.dumps({"texts": len(texts), "distinct": len(distinct), "load_s": t1 -
 """
 
 
-def _run_child(cmd: list[str], env=None) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        sys.stderr.write(out.stdout + out.stderr)
-        raise SystemExit(f"failed: {' '.join(cmd)}")
-    return wall, out.stdout
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "build.json")
-    args = ap.parse_args(argv)
+    args = perf_arguments(__doc__.split("\n")[0], "build.json", argv)
     corpus = emanual_all_corpus(args.work)
     index = args.work / "bench_build_index"
     if index.exists():
-        import shutil
         shutil.rmtree(index)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    vdgr = str(Path(sys.executable).with_name("vdgr"))
-    build_s, build_out = _run_child([vdgr, "index", str(corpus), "--index", str(index),
-                                     "--embedding", args.embedding, "-q"], env)
+    build_s, build_out = run_timed([vdgr_command(), "index", str(corpus), "--index", str(index),
+                                     "--embedding", args.embedding, "-q"])
     peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    _, embed_out = _run_child([sys.executable, "-c", _EMBED_ALONE, str(index), args.embedding], env)
+    _, embed_out = run_timed([sys.executable, "-c", _EMBED_ALONE, str(index), args.embedding])
     embed = json.loads(embed_out.strip().splitlines()[-1])
     manifest = json.loads((index / "manifest.json").read_text())
     chunks = manifest["counts"]["contents"]

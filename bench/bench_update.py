@@ -12,28 +12,19 @@ bench/out/update.json.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.common import REPO, emanual_all_corpus
+from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
 
 
 def _vdgr(args: list[str]) -> tuple[float, str]:
-    vdgr = str(Path(sys.executable).with_name("vdgr"))
-    t0 = time.perf_counter()
-    out = subprocess.run([vdgr, *args, "-q"], cwd=REPO, capture_output=True, text=True,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if out.returncode != 0:
-        sys.stderr.write(out.stdout + out.stderr)
-        raise SystemExit("vdgr failed")
-    return time.perf_counter() - t0, out.stdout
+    return run_timed([vdgr_command(), *args, "-q"])
 
 
 def _ids(index: Path, table: str, column: str) -> set:
@@ -43,11 +34,7 @@ def _ids(index: Path, table: str, column: str) -> set:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "update.json")
-    args = ap.parse_args(argv)
+    args = perf_arguments(__doc__.split("\n")[0], "update.json", argv)
     source = emanual_all_corpus(args.work)
     corpus, index = args.work / "update_corpus", args.work / "update_index"
     for p in (corpus, index):

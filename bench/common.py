@@ -118,3 +118,37 @@ def emanual_all_corpus(work: Path) -> Path:
         subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(out), "--all"],
                        cwd=REPO, check=True)
     return out / "corpus"
+
+
+def run_timed(cmd: list[str]) -> tuple[float, str]:
+    """Run ``cmd`` from the repository root, offline; (wall seconds, stdout). Exits on failure."""
+    import subprocess
+    import sys
+    import time
+
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        sys.stderr.write(out.stdout + out.stderr)
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return wall, out.stdout
+
+
+def vdgr_command() -> str:
+    """The `vdgr` script of the running interpreter's environment."""
+    import sys
+
+    return str(Path(sys.executable).with_name("vdgr"))
+
+
+def perf_arguments(description: str, out_name: str, argv=None):
+    """The options the indexing benchmarks share: --work, --embedding, --out."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / out_name)
+    return ap.parse_args(argv)

@@ -8,6 +8,7 @@ Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
                              +-> dead letters                                |
     contents + directories -> EmbedTexts (cached) -> rows -> staged Parquet -> commit (driver)
     annotated -> MergeEntities / CooccurrenceEdges / ContainmentEdges -> edges
+    (entity vectors are added at commit from the has_entity edges and content vectors)
 """
 from __future__ import annotations
 
