@@ -14,7 +14,7 @@ from typing import Iterable
 from vdgr_core.entities import norm_tokens
 from vdgr_core.sentences import split_sentences
 
-__all__ = ["sentence_cooccurrences", "mention_counts", "sentence_mentions"]
+__all__ = ["sentence_cooccurrences", "mention_counts", "sentence_mentions", "mention_statistics"]
 
 
 def _prepare(norms: Iterable[str]) -> list[tuple[str, str]]:
@@ -103,13 +103,38 @@ def mention_counts(text: str, norms: Iterable[str]) -> dict[str, int]:
     >>> mention_counts("Wi-Fi or wifi? Use Wi Fi.", ["wifi", "lte"])
     {'lte': 0, 'wifi': 3}
     """
+    return mention_statistics(text, norms)[0]
+
+
+def mention_statistics(text: str, norms: Iterable[str]) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """:func:`mention_counts` and :func:`sentence_cooccurrences` in one pass over the sentences.
+
+    Each sentence is split and normalized once for both results.
+
+    Returns
+    -------
+    tuple[dict[str, int], dict[tuple[str, str], int]]
+        ``(mention_counts(text, norms), sentence_cooccurrences(text, norms))``.
+
+    Examples
+    --------
+    >>> mention_statistics("NFC and LTE. LTE only.", ["nfc", "lte"])
+    ({'lte': 2, 'nfc': 1}, {('lte', 'nfc'): 1})
+    """
     prepared = _prepare(norms)
     counts = {n: 0 for n, _ in prepared}
+    pairs: dict[tuple[str, str], int] = {}
     if not prepared:
-        return counts
+        return counts, pairs
     for sentence in split_sentences(text):
         compact, bounds = _compact(sentence)
+        present = []
         for norm, key in prepared:
             if key in compact:
-                counts[norm] += _count_in(compact, bounds, key, False)
-    return counts
+                n = _count_in(compact, bounds, key, False)
+                if n:
+                    counts[norm] += n
+                    present.append(norm)
+        for pair in combinations(present, 2):
+            pairs[pair] = pairs.get(pair, 0) + 1
+    return counts, dict(sorted(pairs.items()))

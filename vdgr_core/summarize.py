@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from vdgr_core.entities import STOPWORDS
@@ -19,6 +20,9 @@ _ELLIPSIS = "..."
 _TITLE_WEIGHT = 0.5
 _LEAD_WEIGHT = 0.15
 _MAX_CHILD_SENTENCES = 3
+# Summaries are pure functions of their arguments and a corpus repeats many texts (manuals of
+# several models and versions), so results are memoized per process.
+_MEMO_SIZE = 16384
 
 
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+\u2022>]\s+)+")
@@ -132,6 +136,11 @@ def extractive_summary(text: str, title: str = "", max_sentences: int = 2,
     the sentence. Sentences with fewer than three content words (headings, fragments) are
     only used when no other sentence exists.
     """
+    return _extractive_summary(text, title, max_sentences, max_chars)
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
+def _extractive_summary(text: str, title: str, max_sentences: int, max_chars: int) -> str:
     collapsed = _collapse(text)
     if not collapsed or max_sentences <= 0:
         return ""
@@ -166,6 +175,12 @@ def directory_summary(title: str, child_summaries: Sequence[tuple[str, str]],
         (same scoring as ``extractive_summary``, with ``title``) in child order while they fit.
         Deterministic given the input order. Without children, the trimmed own summary.
     """
+    return _directory_summary(title, tuple((t, s) for t, s in child_summaries), own_summary, max_chars)
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
+def _directory_summary(title: str, child_summaries: tuple[tuple[str, str], ...], own_summary: str,
+                       max_chars: int) -> str:
     if max_chars <= 0:
         return ""
     own = _collapse(own_summary)

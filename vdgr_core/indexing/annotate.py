@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional
+from functools import lru_cache
+from typing import Optional, Sequence
 
 from schemas.records import Chunk, Term
-from vdgr_core.cooccurrence import mention_counts, sentence_cooccurrences
+from vdgr_core.cooccurrence import mention_statistics
 from vdgr_core.entities import extract_terms, normalize_term
 from vdgr_core.summarize import extractive_summary
 
@@ -35,9 +36,33 @@ class AnnotatedChunk:
 def annotate_offline(chunk: Chunk, *, max_terms: int, summary_sentences: int,
                      summary_max_chars: int) -> AnnotatedChunk:
     """Extractive summary + statistical technical terms + sentence co-occurrence."""
-    summary = extractive_summary(chunk.text, chunk.title, summary_sentences, summary_max_chars)
-    terms = extract_terms(chunk.text, max_terms=max_terms)
+    summary, terms = _offline_text_annotation(chunk.text, chunk.title, max_terms, summary_sentences,
+                                              summary_max_chars)
     return _finish(chunk, summary, terms)
+
+
+# A chunk's annotation depends only on its text and title (and the settings), and corpora of
+# product manuals repeat most of their text across versions and models (the EManual corpus:
+# 2,421 distinct (text, title) pairs among 10,537 chunks). The text-level parts are memoized per
+# process; results are the same with or without these caches.
+_MEMO_SIZE = 16384
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
+def _offline_text_annotation(text: str, title: str, max_terms: int, summary_sentences: int,
+                             summary_max_chars: int) -> tuple[str, tuple[Term, ...]]:
+    summary = extractive_summary(text, title, summary_sentences, summary_max_chars)
+    return summary, tuple(extract_terms(text, max_terms=max_terms))
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
+def _text_statistics(text: str, norms: tuple[str, ...]):
+    """Mention counts and co-occurring pairs ``(a, b, sentences)`` of ``norms`` in ``text``.
+
+    Cached: callers must not modify the returned dict.
+    """
+    counts, cooccurring = mention_statistics(text, norms)
+    return counts, tuple(sorted((a, b, c) for (a, b), c in cooccurring.items() if c > 0))
 
 
 def annotate_with_llm(chunk: Chunk, client, *, max_terms: int) -> AnnotatedChunk:
@@ -58,16 +83,14 @@ def annotate_with_llm(chunk: Chunk, client, *, max_terms: int) -> AnnotatedChunk
     return _finish(chunk, ann.summary.strip(), terms[:max_terms])
 
 
-def _finish(chunk: Chunk, summary: str, terms: list[Term]) -> AnnotatedChunk:
-    norms = [t.norm for t in terms]
-    counts = mention_counts(chunk.text, norms)
+def _finish(chunk: Chunk, summary: str, terms: Sequence[Term]) -> AnnotatedChunk:
+    counts, pairs = _text_statistics(chunk.text, tuple(t.norm for t in terms))
     by_norm = {t.norm: t for t in terms}
     mentions = tuple(
         EntityMention(chunk.domain, n, by_norm[n].name, by_norm[n].kind, by_norm[n].score,
                       max(1, counts.get(n, 0)), chunk.chunk_id, chunk.doc_id)
         for n in sorted(by_norm)
     )
-    pairs = tuple(sorted((a, b, c) for (a, b), c in sentence_cooccurrences(chunk.text, norms).items() if c > 0))
     annotated = dataclasses.replace(chunk, summary=summary, entities=tuple(sorted(by_norm)))
     return AnnotatedChunk(annotated, mentions, pairs)
 
