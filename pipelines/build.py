@@ -29,7 +29,7 @@ from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.ids import doc_id
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
-from vdgr_core.indexing.rows import (chunk_row, content_embedding_text, dead_letter_row,
+from vdgr_core.indexing.rows import (annotated_row, content_embedding_text, dead_letter_row,
                                      directory_embedding_text, directory_row)
 
 
@@ -97,10 +97,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     embedded = to_embed | "Embed" >> EmbedTexts(config)
     vectors = embedded.vectors
 
-    content_rows = ({"item": annotated | "Key content" >> beam.Map(lambda a: (content_key(a), a.chunk)),
+    content_rows = ({"item": annotated | "Key content" >> beam.Map(lambda a: (content_key(a), a)),
                      "vector": vectors}
                     | "Join content vectors" >> beam.CoGroupByKey()
-                    | "Content row" >> beam.FlatMap(_join_vectors, make_row=chunk_row))
+                    | "Content row" >> beam.FlatMap(_join_vectors, make_row=annotated_row))
     directory_rows = ({"item": summarized | "Key directory" >> beam.Map(lambda n: (dir_key(n), n)),
                        "vector": vectors}
                       | "Join directory vectors" >> beam.CoGroupByKey()

@@ -1,10 +1,12 @@
-"""Incremental update: recompute only the domains that changed, carry the rest over.
+"""Incremental update: find what changed, apply it document by document, commit a new manifest.
 
-The unit of recomputation is the domain: entity statistics, co-occurrence weights, directory
-summaries and the BM25 shard are all per domain, so recomputing the domains a change touches
-(and keeping every other domain's rows and shard as they are) gives exactly the index a full
-rebuild would give. Unchanged chunks cost no embedding (the embedding cache) and no LLM call
-(the LLM cache), so a recomputed domain costs its parsing and annotation only.
+Only the arriving documents are parsed, annotated and embedded; entity statistics, co-occurrence
+weights, merged directory nodes, summaries of the touched nodes and their ancestors, and the BM25
+shards of the changed domains are recomputed from the stored rows (pipelines/delta_update.py).
+When the build settings changed, every affected domain is rebuilt by the full pipeline instead and
+the other domains are carried over. Either way the result equals a full rebuild
+(tests/pipelines/test_update_property.py). Unchanged chunks cost no embedding (the embedding cache)
+and no LLM call (the LLM cache).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from pipelines.commit import KeepFromIndex
+from pipelines.delta_update import apply_document_delta
 from pipelines.run_build import BuildReport, config_summary, execute_build, run_build
 from pipelines.update_plan import UpdatePlan, current_fingerprints, domain_of, plan_update
 from schemas import tables as T
@@ -23,6 +26,12 @@ from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.store.reader import IndexReader
 
 _log = logging.getLogger("vdgr.update")
+
+
+def _stores_update_columns(reader: IndexReader) -> bool:
+    """True when the index keeps what a document-level update reads (``terms``, ``sources``)."""
+    return ("terms" in reader.table(T.CONTENTS).schema.names
+            and "sources" in reader.table(T.DIRECTORIES).schema.names)
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,11 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
     say(plan.summary())
     if plan.empty:
         return UpdateReport(plan, None, time.perf_counter() - t0)
+    if not plan.config_changed and _stores_update_columns(reader):
+        report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
+        return UpdateReport(plan, report, time.perf_counter() - t0)
+    # new settings (or an index written before the update columns existed): every affected
+    # domain is rebuilt by the full pipeline, the other domains are carried over
     affected = set(plan.affected_domains)
     sub = CorpusScan(tasks=tuple(t for t in scan.tasks if t.domain in affected),
                      skipped=tuple(p for p in scan.skipped if domain_of(p) in affected))

@@ -130,5 +130,6 @@ class DirectoryNode:
     kind: str                        # domain | folder | document | section
     acl: tuple[str, ...]
     source: str = ""                 # rel_path of the document for document/section nodes
+    sources: tuple[str, ...] = ()    # after the merge: every document that produced this node
     summary: str = ""
     text_summary: str = field(default="", compare=False)  # own text summary before children

@@ -58,9 +58,21 @@ def directories_schema(dim: int) -> pa.Schema:
         ("acl_text", pa.string()),       # "|g1|g2|": filterable with a typed contains()
         ("public", pa.bool_()),          # acl is empty
         ("source", pa.string()),
+        ("sources", _STR_LIST),          # documents whose parse produced this node (update merges)
         ("summary", pa.string()),
         ("vector", pa.list_(pa.float32(), dim)),
     ])
+
+
+# One entity as found in one chunk: what the entity merge adds up (kept so that an update can
+# recompute entity statistics without annotating unchanged chunks again).
+TERM_TYPE = pa.struct([
+    ("norm", pa.string()),
+    ("name", pa.string()),
+    ("kind", pa.string()),
+    ("score", pa.float64()),
+    ("mentions", pa.int32()),
+])
 
 
 def contents_schema(dim: int) -> pa.Schema:
@@ -82,6 +94,7 @@ def contents_schema(dim: int) -> pa.Schema:
         ("n_tokens", pa.int32()),
         ("summary", pa.string()),
         ("entities", _STR_LIST),         # normalized entity names
+        ("terms", pa.list_(TERM_TYPE)),  # the same entities, sorted by norm, with name/kind/score/mentions
         ("text_hash", pa.string()),      # sha256 of text: embedding cache key part
         ("vector", pa.list_(pa.float32(), dim)),
     ])

@@ -1,10 +1,12 @@
-"""Property: after any sequence of add / modify / delete / rename, an incremental update gives
-exactly the index a full rebuild of the resulting corpus gives."""
+"""Property: after any sequence of add / modify / delete / rename / metadata change / corruption,
+an incremental (document-level) update gives exactly the index a full rebuild of the resulting
+corpus gives: same ids, rows, edge weights, summaries, BM25 document sets and build id."""
 from __future__ import annotations
 
 import os
 import shutil
 
+import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +37,7 @@ ops = st.one_of(
     st.tuples(st.just("delete"), st.sampled_from(SLOTS)),
     st.tuples(st.just("rename"), st.sampled_from(SLOTS), st.sampled_from(SLOTS)),
     st.tuples(st.just("meta"), st.sampled_from(["net/routers", "hr"]), st.sampled_from(["1.0", "2.0"])),
+    st.tuples(st.just("corrupt"), st.sampled_from(SLOTS)),
 )
 
 
@@ -55,6 +58,11 @@ def _apply(root: str, op) -> None:
         if os.path.exists(src) and src != dst:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.move(src, dst)
+    elif kind == "corrupt":      # a binary file: a dead letter, and the document's rows leave
+        path = os.path.join(root, op[1])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"\x00\xff\x00binary\x00" * 8)
     elif kind == "meta":
         folder = os.path.join(root, op[1])
         os.makedirs(folder, exist_ok=True)
@@ -62,11 +70,19 @@ def _apply(root: str, op) -> None:
             f.write(f"version: '{op[2]}'\n")
 
 
+def _shard_documents(index: str, folder: str) -> list[str]:
+    """The chunk ids a BM25 shard really holds (deleted documents excluded)."""
+    searcher = tantivy.Index.open(os.path.join(index, folder)).searcher()
+    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
+    return sorted(searcher.doc(addr)["chunk_id"][0] for _, addr in hits)
+
+
 def _snapshot(index: str) -> dict:
     r = IndexReader(index)
     return {
         "tables": {n: table_digest(n, r.arrow(n)) for n in T.TABLES},
         "shards": dict(r.manifest.tantivy_shards),
+        "shard_documents": {d: _shard_documents(index, f) for d, f in r.manifest.tantivy_shards.items()},
         "build_id": r.manifest.build_id,
         "domains": r.manifest.domains,
     }

@@ -95,6 +95,15 @@ def _finish(chunk: Chunk, summary: str, terms: Sequence[Term]) -> AnnotatedChunk
     return AnnotatedChunk(annotated, mentions, pairs)
 
 
+def annotation_from_terms(chunk: Chunk, terms: list[Term]) -> AnnotatedChunk:
+    """The annotation of a chunk whose summary (``chunk.summary``) and terms are already known.
+
+    Mention counts and co-occurring pairs depend only on the text and the terms, so an update
+    re-derives them for stored chunks (no term extraction, no LLM call).
+    """
+    return _finish(chunk, chunk.summary, list(terms))
+
+
 def annotate(chunk: Chunk, client: Optional[object], *, max_terms: int, summary_sentences: int,
              summary_max_chars: int) -> AnnotatedChunk:
     """Annotate with the LLM when a client is given, offline otherwise.

@@ -20,15 +20,23 @@ def directory_embedding_text(node: DirectoryNode) -> str:
     return head + "\n" + node.summary
 
 
-def chunk_row(c: Chunk, vector) -> dict:
+def chunk_row(c: Chunk, vector, mentions: Sequence = ()) -> dict:
+    """The contents-table row of ``c``; ``mentions`` (EntityMention) fill the ``terms`` column."""
     return {
         "chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text, "source": c.source,
         "title": c.title, "path": list(c.path), "parent_id": c.parent_id, "domain": c.domain,
         "collection": c.collection, "version": c.version, "acl": sorted(c.acl),
         "acl_text": acl_text(c.acl), "public": not c.acl, "position": c.position,
         "n_tokens": c.n_tokens, "summary": c.summary, "entities": list(c.entities),
+        "terms": [{"norm": m.norm, "name": m.name, "kind": m.kind, "score": float(m.score),
+                   "mentions": m.mentions} for m in sorted(mentions, key=lambda m: m.norm)],
         "text_hash": content_hash(c.text), "vector": np.asarray(vector, dtype=np.float32),
     }
+
+
+def annotated_row(a, vector) -> dict:
+    """The contents-table row of an AnnotatedChunk (its chunk and entity mentions)."""
+    return chunk_row(a.chunk, vector, a.mentions)
 
 
 def directory_row(n: DirectoryNode, vector) -> dict:
@@ -37,7 +45,7 @@ def directory_row(n: DirectoryNode, vector) -> dict:
         "parent_id": n.parent_id, "domain": n.domain, "collection": n.collection,
         "version": n.version, "title": n.title, "level": n.level, "kind": n.kind,
         "acl": sorted(n.acl), "acl_text": acl_text(n.acl), "public": not n.acl,
-        "source": n.source, "summary": n.summary, "vector": np.asarray(vector, dtype=np.float32),
+        "source": n.source, "sources": list(n.sources), "summary": n.summary, "vector": np.asarray(vector, dtype=np.float32),
     }
 
 

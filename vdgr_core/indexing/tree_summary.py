@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Collection, Iterable, Optional, Sequence
 
 from schemas.records import DirectoryNode
 from vdgr_core.summarize import directory_summary, extractive_summary
@@ -22,14 +22,15 @@ def merge_directory_nodes(nodes: Iterable[DirectoryNode]) -> DirectoryNode:
     """Dedup-merge of nodes with one id (same full path and version): keep a canonical one.
 
     Nodes with one id agree on path and version; if two sources disagree on acl (a folder and
-    a document title colliding), the union of groups is kept, the stricter choice.
+    a document title colliding), the union of groups is kept, the stricter choice. ``sources``
+    lists every document that produced the node (folders come from the scan, not a document),
+    so an update knows which documents to re-merge when one of them changes.
     """
     nodes = sorted(nodes, key=lambda n: (n.kind != "folder", n.source, n.parent_id))
     first = nodes[0]
     acl = sorted({g for n in nodes for g in n.acl})
-    if any(not n.acl for n in nodes) and all(not n.acl for n in nodes):
-        acl = []
-    return dataclasses.replace(first, acl=tuple(acl))
+    sources = sorted({n.source for n in nodes if n.source} | {s for n in nodes for s in n.sources})
+    return dataclasses.replace(first, acl=tuple(acl), sources=tuple(sources))
 
 
 def may_contribute(parent_acl: Sequence[str], child_acl: Sequence[str]) -> bool:
@@ -45,6 +46,7 @@ def summarize_tree(
     summarizer: Optional[DirectorySummarizer] = None,
     *,
     max_chars: int = 600,
+    only: Optional[Collection[str]] = None,
 ) -> list[DirectoryNode]:
     """Fill ``summary`` on every node of one domain, deepest first.
 
@@ -56,6 +58,10 @@ def summarize_tree(
         (parent_id, position, summary, acl) for each content node of the domain.
     summarizer:
         Combines (title, children, own summary); the offline default is extractive.
+    only:
+        When given (an update), only these node ids are summarized again; every other node
+        keeps the summary it carries, which its parent then reads. The caller passes every
+        node whose own fields, chunks or children changed, and all their ancestors.
     """
     summarizer = summarizer or (lambda title, children, own: directory_summary(
         title, children, own, max_chars=max_chars))
@@ -70,6 +76,9 @@ def summarize_tree(
 
     done: dict[str, DirectoryNode] = {}
     for n in sorted(nodes, key=lambda n: (-n.level, n.node_id)):
+        if only is not None and n.node_id not in only:
+            done[n.node_id] = n
+            continue
         parts = [s for _, s, acl in sorted(own_chunks.get(n.node_id, [])) if s and may_contribute(n.acl, acl)]
         own = extractive_summary(" ".join(parts), n.title, 3, max_chars) if parts else ""
         kids = sorted((done[c] for c in children.get(n.node_id, [])), key=lambda c: (c.title, c.node_id))

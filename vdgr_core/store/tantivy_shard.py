@@ -90,29 +90,66 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
     final = os.path.join(index_root, rel)
     if os.path.isdir(final):
         return ShardInfo(domain, rel, len(rows), digest)
+    _publish(final, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
+    return ShardInfo(domain, rel, len(rows), digest)
+
+
+def update_shard(index_root: str, domain: str, base_folder: Optional[str], all_rows: list[Mapping],
+                 deleted_ids: Iterable[str], added_rows: Iterable[Mapping]) -> ShardInfo:
+    """Publish the shard of ``domain`` after an update: a copy of ``base_folder`` with
+    ``deleted_ids`` deleted and ``added_rows`` added (delete + add, no full rebuild).
+
+    ``all_rows`` are the domain's content rows after the update: they name the shard (the same
+    digest, hence the same folder, as a full rebuild of those rows). The base shard is never
+    modified, so readers pinned to the previous manifest keep their view. Without a base shard
+    (a new domain) the shard is built from ``all_rows``.
+    """
+    if base_folder is None or not os.path.isdir(os.path.join(index_root, base_folder)):
+        return build_shard(index_root, domain, all_rows)
+    digest = shard_digest(all_rows)
+    rel = os.path.join("tantivy", _safe(domain), digest)
+    final = os.path.join(index_root, rel)
+    if not os.path.isdir(final):
+        base = os.path.join(index_root, base_folder)
+
+        def fill(tmp: str) -> None:
+            os.rmdir(tmp)
+            shutil.copytree(base, tmp)
+            _write(tantivy.Index.open(tmp), domain, deleted_ids, added_rows)
+
+        _publish(final, fill)
+    return ShardInfo(domain, rel, len(all_rows), digest)
+
+
+def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mapping]) -> None:
+    writer = index.writer(heap_size=64_000_000, num_threads=1)
+    for chunk_id in sorted(deleted_ids):
+        writer.delete_documents_by_term("chunk_id", chunk_id)
+    for r in sorted(rows, key=lambda r: r["chunk_id"]):
+        acl = list(r["acl"])
+        writer.add_document(tantivy.Document(
+            chunk_id=r["chunk_id"],
+            body=body_text(r["title"], r["text"]),
+            domain=domain,
+            version=r["version"],
+            acl=acl if acl else [""],
+            public="1" if not acl else "0",
+        ))
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+def _publish(final: str, fill) -> None:
+    """Fill a temporary folder next to ``final`` and rename it into place (all or nothing)."""
     parent = os.path.dirname(final)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)
     try:
-        index = tantivy.Index(SCHEMA, path=tmp)
-        writer = index.writer(heap_size=64_000_000, num_threads=1)
-        for r in rows:
-            acl = list(r["acl"])
-            writer.add_document(tantivy.Document(
-                chunk_id=r["chunk_id"],
-                body=body_text(r["title"], r["text"]),
-                domain=domain,
-                version=r["version"],
-                acl=acl if acl else [""],
-                public="1" if not acl else "0",
-            ))
-        writer.commit()
-        writer.wait_merging_threads()
+        fill(tmp)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ShardInfo(domain, rel, len(rows), digest)
 
 
 def body_text(title: str, text: str) -> str:

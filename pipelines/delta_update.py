@@ -1,0 +1,271 @@
+"""Document-level incremental update: the arriving documents through Beam, the rest from the index.
+
+Steps (each row kind recomputed as the full build computes it, see vdgr_core/indexing/domain_delta):
+
+1. the arriving documents (added, changed, moved in) run through ``changed_documents_pipeline``:
+   parse, chunk, annotate, embed (cached), staged;
+2. the driver drops the rows of the leaving documents (changed, deleted, moved away), adds the
+   staged ones, and recomputes for the changed domains only: entities and existence edges from the
+   stored ``terms``, co-occurrence weights by subtracting and adding sentence counts, the directory
+   nodes the change touches, their summaries and their ancestors' (embedded through the cache),
+   containment edges, entity vectors;
+3. each changed domain's BM25 shard is a copy of the old one with the leaving chunks deleted and
+   the arriving ones added, published under a new folder;
+4. ``commit_index`` writes the tables and then the manifest, as a full build does.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.build import staged_schema
+from pipelines.commit import KeepFromIndex, domain_infos
+from pipelines.delta_build import NODES, changed_documents_pipeline, staged_node_schema
+from pipelines.options import pipeline_options, runs_in_this_process
+from pipelines.run_build import (BuildReport, _counter, _skipped_letter, check_local_paths,
+                                 config_summary, model_identity, warm_embedder_in_background)
+from pipelines.staging import Staging
+from pipelines.update_plan import UpdatePlan
+from schemas import tables as T
+from schemas.config import BuildConfig
+from schemas.errors import IndexError_
+from vdgr_core.chunking import folder_nodes
+from vdgr_core.corpus import CorpusScan
+from vdgr_core.embedding import embedding_key
+from vdgr_core.ids import stable_id
+from vdgr_core.indexing import domain_delta as delta
+from vdgr_core.indexing.document import process_document, read_bytes_limited
+from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embed_with_cache
+from vdgr_core.indexing.entity_vectors import with_entity_vectors
+from vdgr_core.indexing.rows import directory_embedding_text, directory_row
+from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
+from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.tantivy_shard import update_shard
+from vdgr_core.store.writer import commit_index
+
+_log = logging.getLogger("vdgr.update")
+
+_NO_VECTOR = ["chunk_id", "doc_id", "text", "source", "title", "path", "parent_id", "domain", "collection",
+              "version", "acl", "position", "n_tokens", "summary", "entities", "terms"]
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What leaves and what arrives, by corpus path."""
+
+    leaving: frozenset[str]          # rows of these paths are dropped (changed, deleted, moved away)
+    arriving: tuple[str, ...]        # these paths are processed again (added, changed, moved in)
+    domains: tuple[str, ...]         # the domains whose graph rows are recomputed
+
+    @classmethod
+    def of(cls, plan: UpdatePlan) -> "_Change":
+        arriving = tuple(sorted(set(plan.added) | set(plan.changed)))
+        return cls(frozenset(set(plan.changed) | set(plan.deleted) | set(arriving)), arriving,
+                   tuple(plan.affected_domains))
+
+
+def _isin(column: pa.ChunkedArray, values) -> pa.ChunkedArray:
+    return pc.is_in(column, value_set=pa.array(sorted(values), pa.string()))
+
+
+def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdatePlan, scan: CorpusScan,
+                         beam_args: Sequence[str], say: Callable[[str], None], t0: float) -> BuildReport:
+    """Apply ``plan`` to the committed index document by document and commit a new manifest."""
+    check_local_paths(config)
+    model_id, dim = model_identity(config)
+    change = _Change.of(plan)
+    tasks_by_path = {t.rel_path: t for t in scan.tasks}
+    skipped = set(scan.skipped)
+    sub = CorpusScan(tasks=tuple(tasks_by_path[p] for p in change.arriving if p in tasks_by_path),
+                     skipped=tuple(p for p in change.arriving if p in skipped))
+    stage: dict[str, float] = {"scan_s": time.perf_counter() - t0}
+    staging = Staging.new(config.index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
+    try:
+        say(f"processing {len(sub.tasks) + len(sub.skipped)} arriving documents "
+            "(parse, chunk, annotate, embed)")
+        t1 = time.perf_counter()
+        options = pipeline_options(beam_args)
+        if sub.tasks and runs_in_this_process(options):
+            warm_embedder_in_background(config)
+        p = beam.Pipeline(options=options)
+        changed_documents_pipeline(p, config, sub, model_id=model_id, dim=dim, staging=staging,
+                                   dead_from_scan=[_skipped_letter(x) for x in sub.skipped])
+        result = p.run()
+        result.wait_until_finish()
+        stage["pipeline_s"] = time.perf_counter() - t1
+        say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
+        t2 = time.perf_counter()
+        merged = _DomainMerge(config, reader, change, scan, staging, model_id, dim)
+        tables, shards = merged.tables(), merged.shards()
+        stage["merge_s"] = time.perf_counter() - t2
+        say("committing tables and manifest")
+        t3 = time.perf_counter()
+        append_to_cache(config.index, pa.concat_tables(
+            [staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim)), merged.new_vectors]), dim)
+        manifest, writes = commit_index(
+            config.index, tables, shards, embedding_model=model_id, dim=dim,
+            domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
+            config=config_summary(config), parent_build_id=reader.manifest.build_id)
+        stage["commit_s"] = time.perf_counter() - t3
+    finally:
+        staging.remove()
+    computed = _counter(result, "embeddings_computed")
+    cached = _counter(result, "embeddings_from_cache")
+    return BuildReport(
+        manifest=manifest, rows={n: w.rows for n, w in writes.items()},
+        dead_letters=writes[T.DEAD_LETTERS].rows, documents_seen=len(sub.tasks) + len(sub.skipped),
+        embeddings_computed=computed + merged.directory_embeddings_computed if computed >= 0 else -1,
+        embeddings_from_cache=cached + merged.directory_embeddings_cached if cached >= 0 else -1,
+        wall_s=time.perf_counter() - t0, stage_s=stage,
+        llm_calls=_counter(result, "llm_calls") + merged.llm_calls,
+        llm_fallbacks=_counter(result, "llm_fallbacks") + merged.llm_fallbacks,
+    )
+
+
+class _DomainMerge:
+    """The driver's half of an update: old rows + staged rows -> the tables of the new index."""
+
+    def __init__(self, config: BuildConfig, reader: IndexReader, change: _Change, scan: CorpusScan,
+                 staging: Staging, model_id: str, dim: int):
+        self._config, self._reader, self._change, self._scan = config, reader, change, scan
+        self._model_id, self._dim = model_id, dim
+        self.llm_calls = self.llm_fallbacks = 0
+        self.directory_embeddings_computed = self.directory_embeddings_cached = 0
+        self.new_vectors = pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim))
+        self._staged = {name: staging.read_table(name, staged_schema(name, dim))
+                        for name in (T.DOCUMENTS, T.CONTENTS, T.DEAD_LETTERS)}
+        self._staged_nodes = staging.read_table(NODES, staged_node_schema(dim))
+        self._old = {name: reader.arrow(name) for name in T.TABLES}
+        self._contents = self._replace_rows(T.CONTENTS, "source")
+        in_domains = _isin(self._contents.column("domain"), change.domains)
+        self._domain_contents = self._contents.filter(in_domains)
+        self._domain_rows = self._domain_contents.select(_NO_VECTOR).to_pylist()
+        old = self._old[T.CONTENTS]
+        self._leaving_rows = old.filter(_isin(old.column("source"), change.leaving)).select(_NO_VECTOR).to_pylist()
+        self._arriving_rows = self._staged[T.CONTENTS].select(_NO_VECTOR).to_pylist()
+
+    def _replace_rows(self, name: str, path_column: str) -> pa.Table:
+        old = self._old[name]
+        schema = T.schema_for(name, self._dim)
+        kept = old.filter(pc.invert(_isin(old.column(path_column), self._change.leaving)))
+        return pa.concat_tables([kept.cast(schema), self._staged[name].cast(schema)])
+
+    def _kept(self, name: str) -> pa.Table:
+        old = self._old[name]
+        return old.filter(pc.invert(_isin(old.column("domain"), self._change.domains)))
+
+    def tables(self) -> dict[str, pa.Table]:
+        entities, existence = delta.entities_and_existence(self._domain_rows)
+        old_edges = self._old[T.EDGES]
+        old_cooc = old_edges.filter(pc.and_(_isin(old_edges.column("domain"), self._change.domains),
+                                            pc.equal(old_edges.column("kind"), T.COOCCURS)))
+        cooc = delta.cooccurrence_after(old_cooc.to_pylist(), self._leaving_rows, self._arriving_rows)
+        nodes, directory_rows = self._directories()
+        new_edges = pa.Table.from_pylist(
+            existence + cooc + delta.containment_edges(nodes, self._domain_rows), schema=T.edges_schema())
+        entity_table = with_entity_vectors(
+            pa.Table.from_pylist(entities, schema=staged_schema(T.ENTITIES, self._dim)),
+            new_edges, self._domain_contents, self._dim)
+        return {
+            T.DOCUMENTS: self._replace_rows(T.DOCUMENTS, "path"),
+            T.DEAD_LETTERS: self._replace_rows(T.DEAD_LETTERS, "path"),
+            T.CONTENTS: self._contents,
+            T.DIRECTORIES: directory_rows,
+            T.ENTITIES: pa.concat_tables([self._kept(T.ENTITIES).cast(entity_table.schema), entity_table]),
+            T.EDGES: pa.concat_tables([self._kept(T.EDGES).cast(T.edges_schema()), new_edges]),
+        }
+
+    def _directories(self):
+        old = self._old[T.DIRECTORIES]
+        in_domains = _isin(old.column("domain"), self._change.domains)
+        old_domain = old.filter(in_domains)
+        old_nodes = [delta.node_from_row(r) for r in old_domain.drop_columns(["vector"]).to_pylist()]
+        folders = [n for t in self._scan.tasks if t.domain in self._change.domains for n in folder_nodes(t)]
+        arriving = [delta.node_from_row(dict(r, summary="")) for r in self._staged_nodes.to_pylist()]
+        merge = delta.merge_nodes_after(old_nodes, self._change.leaving, arriving, folders, self._parse_sources)
+        seeds = (set(merge.touched) - merge.removed) | merge.old_parents
+        seeds |= {r["parent_id"] for r in self._leaving_rows + self._arriving_rows}
+        only = delta.nodes_to_summarize(merge.nodes, seeds)
+        summarized = summarize_tree(merge.nodes, delta.chunk_summaries(self._domain_rows), self._summarizer(),
+                                    max_chars=self._config.summary_max_chars + 200, only=only)
+        redo = [n for n in summarized if n.node_id in only]
+        unchanged = {n.node_id for n in summarized} - only
+        kept_rows = old_domain.filter(_isin(old_domain.column("node_id"), unchanged))
+        items = [(embedding_key(self._model_id, directory_embedding_text(n)), directory_embedding_text(n))
+                 for n in redo]
+        from transforms.embed import process_embedder
+
+        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
+                                 EmbeddingCache(self._config.index), items)
+        self.directory_embeddings_computed = sum(batch.computed)
+        self.directory_embeddings_cached = len(items) - self.directory_embeddings_computed
+        self.new_vectors = pa.Table.from_pylist(
+            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
+            schema=T.embedding_cache_schema(self._dim))
+        schema = T.schema_for(T.DIRECTORIES, self._dim)
+        new_rows = pa.Table.from_pylist([directory_row(n, v) for n, v in zip(redo, batch.vectors)], schema=schema)
+        table = pa.concat_tables([self._kept(T.DIRECTORIES).cast(schema), kept_rows.cast(schema), new_rows])
+        return summarized, table
+
+    def _parse_sources(self, paths: Sequence[str]) -> dict:
+        """Directory nodes of unchanged documents that share a node with a changed one."""
+        tasks = {t.rel_path: t for t in self._scan.tasks}
+        out = {}
+        for rel in paths:
+            task = tasks.get(rel)
+            if task is None:
+                raise IndexError_(f"{rel!r} is in the index but not in the corpus scan")
+            data = read_bytes_limited(FileSystems.open, FileSystems.join(task.corpus_root, *rel.split("/")),
+                                      self._config.limits.max_file_bytes)
+            out[rel] = process_document(task, data, self._config).directories
+        return out
+
+    def _summarizer(self):
+        if self._config.llm is None:
+            return None
+        from vdgr_core.llm.client import LLMClient
+
+        client = LLMClient(self._config.llm)
+
+        def on_fallback(title: str, reason: str) -> None:
+            self.llm_fallbacks += 1
+            _log.warning("LLM summary failed for directory %r; extractive summary used: %s", title, reason)
+
+        summarize = llm_directory_summarizer(client, max_chars=self._config.summary_max_chars + 200,
+                                             on_fallback=on_fallback)
+
+        def counted(*args):
+            before = client.total_calls()
+            try:
+                return summarize(*args)
+            finally:
+                self.llm_calls += client.total_calls() - before
+
+        return counted
+
+    def shards(self):
+        old_shards = KeepFromIndex(self._reader, self._change.domains).kept_shards()
+        by_domain: dict[str, list[dict]] = {}
+        for r in self._domain_rows:
+            by_domain.setdefault(r["domain"], []).append(r)
+        leaving = {}
+        for r in self._leaving_rows:
+            leaving.setdefault(r["domain"], set()).add(r["chunk_id"])
+        arriving = {}
+        for r in self._arriving_rows:
+            arriving.setdefault(r["domain"], []).append(r)
+        base = self._reader.manifest.tantivy_shards
+        new = [update_shard(self._config.index, d, base.get(d), by_domain[d], leaving.get(d, ()),
+                            arriving.get(d, ())) for d in self._change.domains if by_domain.get(d)]
+        return sorted(old_shards + new, key=lambda s: s.domain)
+
+
+__all__ = ["apply_document_delta"]
