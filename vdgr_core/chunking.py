@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Callable
 
 from schemas.config import ChunkingConfig
@@ -124,14 +125,33 @@ def split_text(text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
         Chunks in order; [] for blank text. No chunk has more than
         ``max_tokens + overlap_tokens`` tokens and every word of ``text`` is kept.
     """
+    return [piece for piece, _ in _split_counted(text, max_tokens, overlap_tokens)]
+
+
+# Sections repeat across the documents of a corpus (manuals of several models and versions), so
+# the split of a section text of at most this many characters is memoized per process.
+_MEMO_MAX_CHARS = 65536
+
+
+def _split_counted(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int], ...]:
+    """``split_text``'s chunks, each with its ``count_tokens`` (memoized for usual sizes)."""
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _split_counted_memo(text, max_tokens, overlap_tokens)
+    return _split_counted_now(text, max_tokens, overlap_tokens)
+
+
+def _split_counted_now(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int], ...]:
     if not text.strip():
-        return []
+        return ()
     base = [c for c in _split(text.strip(), max_tokens, 0) if c.strip()]
     out = base[:1]
     for prev, chunk in zip(base, base[1:]):
         tail = _tail(prev, overlap_tokens)
         out.append(f"{tail} {chunk}" if tail else chunk)
-    return out
+    return tuple((piece, count_tokens(piece)) for piece in out)
+
+
+_split_counted_memo = lru_cache(maxsize=8192)(_split_counted_now)
 
 
 # ---------------------------------------------------------------------------- documents
@@ -245,7 +265,7 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
                 source=task.rel_path,
             )
             nodes[full_path] = node
-        for text in split_text(section.text, config.max_tokens, config.overlap_tokens):
+        for text, n_tokens in _split_counted(section.text, config.max_tokens, config.overlap_tokens):
             cid = ids.chunk_id(task.rel_path, text)
             if cid in seen:
                 continue
@@ -263,7 +283,7 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
                 version=version,
                 acl=acl,
                 position=len(chunks),
-                n_tokens=count_tokens(text),
+                n_tokens=n_tokens,
             ))
     return DocumentChunks(title=title, meta=meta, directories=tuple(nodes.values()),
                           chunks=tuple(chunks))

@@ -22,7 +22,7 @@ _LEAD_WEIGHT = 0.15
 _MAX_CHILD_SENTENCES = 3
 # Summaries are pure functions of their arguments and a corpus repeats many texts (manuals of
 # several models and versions), so results are memoized per process.
-_MEMO_SIZE = 16384
+_MEMO_SIZE = 8192
 
 
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+\u2022>]\s+)+")

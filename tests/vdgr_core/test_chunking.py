@@ -154,3 +154,11 @@ def test_chunk_document_is_deterministic_and_bad_front_matter_is_typed():
     with pytest.raises(DocumentError) as e:
         chunk_document(_task(), bad, ChunkingConfig())
     assert e.value.reason == DeadLetterReason.PARSE_ERROR
+
+
+def test_split_text_memo_returns_fresh_lists():
+    text = "First paragraph here.\n\nSecond paragraph, a little longer than the first one."
+    first = split_text(text, 6, 2)
+    first.append("changed")
+    assert split_text(text, 6, 2) == first[:-1]
+    assert split_text(text, 6, 2) is not split_text(text, 6, 2)

@@ -1,5 +1,6 @@
 """Tests for sentence-level co-occurrence counting."""
-from vdgr_core.cooccurrence import mention_counts, sentence_cooccurrences, sentence_mentions
+from vdgr_core.cooccurrence import (mention_counts, mention_statistics, sentence_cooccurrences,
+                                     sentence_mentions)
 from vdgr_core.entities import extract_terms
 
 TEXT = (
@@ -58,3 +59,13 @@ def test_with_extracted_terms_deterministic_and_generator_input():
     assert a == b
     assert list(a) == sorted(a)
     assert a.get(("nfc", "wifi direct")) == 3
+
+
+def test_mention_statistics_is_both_counts_in_one_pass():
+    norms = ["nfc", "wifi direct", "lte", "dl mimo mode", "bluetooth", ""]
+    counts, pairs = mention_statistics(TEXT, norms)
+    assert counts == mention_counts(TEXT, norms)
+    assert pairs == sentence_cooccurrences(TEXT, norms)
+    assert list(pairs) == sorted(pairs)
+    assert mention_statistics("", ["nfc"]) == ({"nfc": 0}, {})
+    assert mention_statistics(TEXT, []) == ({}, {})

@@ -45,7 +45,7 @@ def annotate_offline(chunk: Chunk, *, max_terms: int, summary_sentences: int,
 # product manuals repeat most of their text across versions and models (the EManual corpus:
 # 2,421 distinct (text, title) pairs among 10,537 chunks). The text-level parts are memoized per
 # process; results are the same with or without these caches.
-_MEMO_SIZE = 16384
+_MEMO_SIZE = 8192
 
 
 @lru_cache(maxsize=_MEMO_SIZE)
