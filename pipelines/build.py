@@ -6,8 +6,9 @@ Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
                              |                                               |
                              +-> directories + folders -> DedupDirectories --+-> SummarizeDirectories
                              +-> dead letters                                |
-    contents + directories -> EmbedTexts (cached) -> rows -> staged Parquet -> commit (driver)
+    contents + directories -> EmbedRows (distinct texts embedded, cached; rows made there)
     annotated -> MergeEntities / CooccurrenceEdges / ContainmentEdges -> edges
+    rows -> StageParquet (per bundle) -> PublishStagedFiles (one step) -> commit (driver)
     (entity vectors are added at commit from the has_entity edges and content vectors)
 """
 from __future__ import annotations
@@ -20,10 +21,10 @@ from schemas import tables as T
 from schemas.config import BuildConfig
 from transforms.annotate import AnnotateChunks
 from transforms.directories import ContainmentEdges, SummarizeDirectories
-from transforms.embed import NEW_VECTORS, EmbedTexts
+from transforms.embed import NEW_VECTORS, EmbedRows
 from transforms.merge import CooccurrenceEdges, DedupContents, DedupDirectories, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import BuildTantivyShards, WriteStagedTable
+from transforms.write import BuildTantivyShards, PublishStagedFiles, StageLines, StageParquet
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
@@ -83,51 +84,45 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
              | "Dedup directories" >> DedupDirectories())
     summarized = (nodes, annotated) | "Summarize directories" >> SummarizeDirectories(config)
 
-    def content_key(a):
-        return embedding_key(model_id, content_embedding_text(a.chunk.path, a.chunk.text))
+    def content_item(a):
+        text = content_embedding_text(a.chunk.path, a.chunk.text)
+        return embedding_key(model_id, text), (text, T.CONTENTS, a)
 
-    def dir_key(n):
-        return embedding_key(model_id, directory_embedding_text(n))
+    def directory_item(n):
+        text = directory_embedding_text(n)
+        return embedding_key(model_id, text), (text, T.DIRECTORIES, n)
 
-    to_embed = ((annotated | "Content texts" >> beam.Map(
-                    lambda a: (content_key(a), content_embedding_text(a.chunk.path, a.chunk.text))),
-                 summarized | "Directory texts" >> beam.Map(
-                    lambda n: (dir_key(n), directory_embedding_text(n))))
-                | "All texts" >> beam.Flatten())
-    embedded = to_embed | "Embed" >> EmbedTexts(config)
-    vectors = embedded.vectors
-
-    content_rows = ({"item": annotated | "Key content" >> beam.Map(lambda a: (content_key(a), a)),
-                     "vector": vectors}
-                    | "Join content vectors" >> beam.CoGroupByKey()
-                    | "Content row" >> beam.FlatMap(_join_vectors, make_row=annotated_row))
-    directory_rows = ({"item": summarized | "Key directory" >> beam.Map(lambda n: (dir_key(n), n)),
-                       "vector": vectors}
-                      | "Join directory vectors" >> beam.CoGroupByKey()
-                      | "Directory row" >> beam.FlatMap(_join_vectors, make_row=directory_row))
+    # each distinct text is embedded once and every item that needs it gets its row right there
+    embedded = ((annotated | "Content texts" >> beam.Map(content_item),
+                 summarized | "Directory texts" >> beam.Map(directory_item))
+                | "All texts" >> beam.Flatten()
+                | "Embed" >> EmbedRows(config, {T.CONTENTS: annotated_row, T.DIRECTORIES: directory_row}))
+    content_rows, directory_rows = embedded[T.CONTENTS], embedded[T.DIRECTORIES]
 
     # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
     entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     containment = (summarized, annotated) | "Containment" >> ContainmentEdges()
-    edges = (existence, cooccurrence, containment) | "All edges" >> beam.Flatten()
 
     document_rows = ((docs | "Document row" >> beam.Map(_document_row),
                       dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
                      | "All document rows" >> beam.Flatten())
+    # rows of a table may come in parts: each part is staged under the table's prefix (no Flatten)
     outputs = {
-        T.DOCUMENTS: document_rows,
-        T.DIRECTORIES: directory_rows,
-        T.CONTENTS: content_rows,
-        T.ENTITIES: entity_rows,
-        T.EDGES: edges,
-        T.DEAD_LETTERS: dead | "Dead letter row" >> beam.Map(dead_letter_row),
-        T.EMBEDDING_CACHE: embedded[NEW_VECTORS],
+        T.DOCUMENTS: [document_rows],
+        T.DIRECTORIES: [directory_rows],
+        T.CONTENTS: [content_rows],
+        T.ENTITIES: [entity_rows],
+        T.EDGES: [existence, cooccurrence, containment],
+        T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.Map(dead_letter_row)],
+        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS]],
     }
-    for name, rows in outputs.items():
-        _ = rows | f"Stage {name}" >> WriteStagedTable(staging.prefix(name), staged_schema(name, dim))
+    staged = [rows | f"Stage {name} {i}" >> StageParquet(staging.prefix(name), staged_schema(name, dim))
+              for name, parts in outputs.items() for i, rows in enumerate(parts)]
     shards = content_rows | "BM25 shards" >> BuildTantivyShards(config.index)
-    _ = shards | "Stage shard list" >> beam.io.WriteToText(staging.prefix("shards"), file_name_suffix=".jsonl")
+    staged.append(shards | "Stage shard list" >> StageLines(staging.prefix("shards")))
+    # one step publishes every staged file once all bundles have committed
+    _ = staged | "All staged files" >> beam.Flatten() | "Publish staged files" >> PublishStagedFiles()
 
 
 __all__ = ["build_pipeline"]

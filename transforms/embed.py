@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Callable, Mapping
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -80,3 +81,66 @@ class EmbedTexts(beam.PTransform):
                 | "Drop bucket" >> beam.Values()
                 | "Embed batch" >> beam.ParDo(_EmbedBatchDoFn(self._config))
                 .with_outputs(NEW_VECTORS, main="vectors"))
+
+
+class _EmbedRowsDoFn(beam.DoFn):
+    """A batch of distinct texts, each with the items that need its vector -> their rows."""
+
+    def __init__(self, config: BuildConfig, make_rows: Mapping[str, Callable]):
+        self._config = config
+        self._make_rows = dict(make_rows)
+        self._computed = Metrics.counter("vdgr", "embeddings_computed")
+        self._cached = Metrics.counter("vdgr", "embeddings_from_cache")
+
+    def setup(self):
+        self._cache = EmbeddingCache(self._config.index)
+
+    def _embedder(self):  # called on the first cache miss only
+        return process_embedder(self._config.embedding)
+
+    def process(self, batch):
+        batch = list(batch)
+        result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache,
+                                  [(key, text) for key, text, _ in batch])
+        n_new = sum(result.computed)
+        self._computed.inc(n_new)
+        self._cached.inc(len(batch) - n_new)
+        for (key, _text, items), vec, computed in zip(batch, result.vectors, result.computed):
+            if computed:
+                yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": vec})
+            for tag, item in items:
+                yield beam.pvalue.TaggedOutput(tag, self._make_rows[tag](item, vec))
+
+
+def _group_items(kv):
+    """(key, [(text, tag, item), ...]) -> (length bucket, (key, text, [(tag, item), ...]))."""
+    key, grouped = kv
+    grouped = list(grouped)
+    text = grouped[0][0]
+    return length_bucket(text), (key, text, [(tag, item) for _, tag, item in grouped])
+
+
+class EmbedRows(beam.PTransform):
+    """(key, (text, tag, item)) -> rows ``make_rows[tag](item, vector)`` on output ``tag``.
+
+    The embedding and the join of :class:`EmbedTexts` followed by a ``CoGroupByKey`` of the
+    items with the vectors, in one step: the items are grouped by key (``embedding_key`` of
+    the text, so equal texts are embedded once), the groups batched by text length, each batch
+    embedded (cached) and every item turned into its row there, so vectors never go through a
+    shuffle. Newly computed vectors are also on the ``new_vectors`` output.
+    """
+
+    def __init__(self, config: BuildConfig, make_rows: Mapping[str, Callable]):
+        super().__init__()
+        self._config = config
+        self._make_rows = dict(make_rows)
+
+    def expand(self, items):
+        size = self._config.embedding.batch_size
+        return (items
+                | "Group equal texts" >> beam.GroupByKey()
+                | "Length bucket" >> beam.Map(_group_items)
+                | "Batch similar lengths" >> beam.GroupIntoBatches(size)
+                | "Drop bucket" >> beam.Values()
+                | "Embed and make rows" >> beam.ParDo(_EmbedRowsDoFn(self._config, self._make_rows))
+                .with_outputs(NEW_VECTORS, *sorted(self._make_rows)))

@@ -10,9 +10,10 @@ from schemas.config import BuildConfig, EmbeddingConfig
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask
 from schemas.tables import CONTAINS, COOCCURS, HAS_ENTITY
 from transforms.directories import ContainmentEdges, SummarizeDirectories
-from transforms.embed import NEW_VECTORS, EmbedTexts
+from transforms.embed import NEW_VECTORS, EmbedRows, EmbedTexts
 from transforms.merge import CooccurrenceEdges, DedupContents, DedupDirectories, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
+from transforms.write import PublishStagedFiles, StageLines, StageParquet, WriteStagedTable
 from vdgr_core.ids import chunk_id, entity_id
 from vdgr_core.indexing.annotate import annotate_offline
 
@@ -120,6 +121,56 @@ def test_embed_texts_embeds_each_distinct_text_once(tmp_path):
         assert_that(out.vectors | beam.Map(lambda kv: (kv[0], len(kv[1]))),
                     equal_to([("k1", 384), ("k2", 384)]), label="vectors")
         assert_that(out[NEW_VECTORS] | beam.Map(lambda r: r["key"]), equal_to(["k1", "k2"]), label="new")
+
+
+def _row_a(item, vector):
+    return {"item": item, "table": "a", "vector": [round(float(x), 6) for x in vector]}
+
+
+def _row_b(item, vector):
+    return {"item": item, "table": "b", "vector": [round(float(x), 6) for x in vector]}
+
+
+def test_embed_rows_embeds_each_text_once_and_makes_every_row(tmp_path):
+    from vdgr_core.embedding import make_embedder
+
+    cfg = _cfg(tmp_path)
+    embed = make_embedder(cfg.embedding).embed
+    vec = {t: [round(float(x), 6) for x in embed([t])[0]] for t in ("alpha beta", "gamma")}
+    items = [("k1", ("alpha beta", "a", "x")), ("k1", ("alpha beta", "b", "y")),
+             ("k1", ("alpha beta", "a", "w")), ("k2", ("gamma", "a", "z"))]
+    with _pipeline() as p:
+        out = p | beam.Create(items) | EmbedRows(cfg, {"a": _row_a, "b": _row_b})
+        assert_that(out["a"] | "a" >> beam.Map(lambda r: (r["item"], r["vector"] == vec[
+            "gamma" if r["item"] == "z" else "alpha beta"])),
+            equal_to([("x", True), ("w", True), ("z", True)]), label="rows a")
+        assert_that(out["b"] | "b" >> beam.Map(lambda r: (r["item"], r["table"])),
+                    equal_to([("y", "b")]), label="rows b")
+        assert_that(out[NEW_VECTORS] | beam.Map(lambda r: r["key"]), equal_to(["k1", "k2"]), label="new")
+
+
+def test_staged_files_are_published_under_their_prefixes(tmp_path):
+    import pyarrow as pa
+
+    from pipelines.staging import Staging
+
+    staging = Staging.new(str(tmp_path / "index"), "run")
+    schema = pa.schema([("id", pa.string()), ("n", pa.int32())])
+    rows = [{"id": f"r{i}", "n": i} for i in range(25)]
+    lines = ['{"domain": "d", "folder": "f", "n_docs": 1, "digest": "x"}']
+    with _pipeline() as p:
+        staged = [p | "rows" >> beam.Create(rows) | "t" >> StageParquet(staging.prefix("t"), schema),
+                  p | "empty" >> beam.Create([]) | "e" >> StageParquet(staging.prefix("e"), schema),
+                  p | "lines" >> beam.Create(lines) | StageLines(staging.prefix("shards"))]
+        _ = staged | beam.Flatten() | PublishStagedFiles()
+        _ = p | "alone" >> beam.Create(rows[:3]) | WriteStagedTable(staging.prefix("u"), schema)
+    assert sorted(staging.read_table("t", schema).to_pylist(), key=lambda r: r["n"]) == rows
+    assert staging.read_table("e", schema).num_rows == 0
+    assert sorted(r["id"] for r in staging.read_table("u", schema).to_pylist()) == ["r0", "r1", "r2"]
+    assert [s.domain for s in staging.read_shards()] == ["d"]
+    names = sorted(f.name for f in (tmp_path / "index" / "_staging" / "run").rglob("*") if f.is_file())
+    assert not [n for n in names if n.startswith(".tmp")]
+    assert all(n.startswith("part-") and "-of-" in n for n in names)
 
 
 if __name__ == "__main__":
