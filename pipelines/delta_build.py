@@ -1,14 +1,26 @@
-"""The Beam part of a document-level update: only the arriving documents go through it.
+"""The per-document part of an update: the arriving documents' rows.
 
-Added, changed and moved-in documents are parsed, chunked, annotated and embedded (cached) by the
-same transforms as the full build; the pipeline stages their documents, contents, dead-letter
-rows and their unmerged directory nodes. What depends on whole domains (entity statistics,
-co-occurrence weights, merged nodes, summaries, BM25 shards) is done afterwards by the driver
-from these rows and the stored ones (pipelines/delta_update.py).
+Added, changed and moved-in documents are parsed, chunked and annotated by the same functions as
+the full build, in one of two ways that give the same rows:
+
+* ``process_in_driver``: in this process, for a small change (no pipeline start-up); the texts
+  are embedded later, in one batch with the directory summaries the change touches;
+* ``changed_documents_pipeline``: the Beam pipeline (parse, annotate, embed with the cache), for a
+  large change, staged like a build.
+
+What depends on whole domains (entity statistics, co-occurrence weights, merged nodes, summaries,
+BM25 shards) is done afterwards by the driver from these rows and the stored ones
+(pipelines/delta_update.py).
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
 import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.build import _dead_document_row, _document_row, _join_vectors, staged_schema
 from pipelines.staging import Staging
@@ -21,9 +33,90 @@ from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import WriteStagedTable
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
+from vdgr_core.indexing.annotate import annotate_or_fall_back
+from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.rows import annotated_row, content_embedding_text, dead_letter_row, directory_row
+from schemas.records import DeadLetter
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
+_log = logging.getLogger("vdgr.update")
+
+
+@dataclass(frozen=True)
+class ArrivingRows:
+    """The rows of the arriving documents, before the driver merges them into their domains."""
+
+    documents: pa.Table
+    dead_letters: pa.Table
+    contents: pa.Table       # with ``vector`` when the pipeline embedded them, else without
+    nodes: pa.Table          # unmerged directory nodes (no summary, no vector)
+    new_vectors: pa.Table    # vectors the pipeline computed (for the embedding cache)
+    embeddings_computed: int = 0
+    embeddings_from_cache: int = 0
+    llm_calls: int = 0
+    llm_fallbacks: int = 0
+
+    @property
+    def embedded(self) -> bool:
+        return "vector" in self.contents.schema.names
+
+
+def _schema_without_vector(name: str, dim: int) -> pa.Schema:
+    schema = T.schema_for(name, dim)
+    return schema.remove(schema.get_field_index("vector"))
+
+
+def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Sequence[DeadLetter],
+                      dim: int) -> ArrivingRows:
+    """Parse, chunk and annotate the documents of ``scan`` here (texts not embedded yet).
+
+    The same per-document functions as the pipeline's DoFns: ``load_document`` (bad input becomes
+    a dead letter), ``annotate_or_fall_back`` (LLM failures counted), and the content dedup rule.
+    """
+    client = None
+    if config.llm is not None:
+        from vdgr_core.llm.client import LLMClient
+
+        client = LLMClient(config.llm)
+    tasks_by_path = {t.rel_path: t for t in scan.tasks}
+    docs, dead = [], list(dead_from_scan)
+    for task in scan.tasks:
+        loaded = load_document(task, config, FileSystems.open, FileSystems.join)
+        (dead if isinstance(loaded, DeadLetter) else docs).append(loaded)
+    kept: dict[str, object] = {}
+    fallbacks = 0
+    try:
+        for chunk in (c for d in docs for c in d.chunks):
+            outcome = annotate_or_fall_back(chunk, client, max_terms=config.max_entities_per_chunk,
+                                            summary_sentences=config.summary_sentences,
+                                            summary_max_chars=config.summary_max_chars)
+            if outcome.fallback_reason is not None:
+                fallbacks += 1
+                _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",
+                             chunk.chunk_id, chunk.source, outcome.fallback_reason)
+            a = outcome.annotated
+            other = kept.get(a.chunk.chunk_id)
+            if other is None or (a.chunk.source, a.chunk.position) < (other.chunk.source, other.chunk.position):
+                kept[a.chunk.chunk_id] = a
+        calls = client.total_calls() if client is not None else 0
+    finally:
+        if client is not None:
+            client.close()
+    content_rows = []
+    for a in kept.values():
+        row = annotated_row(a, ())
+        del row["vector"]
+        content_rows.append(row)
+    return ArrivingRows(
+        documents=pa.Table.from_pylist([_document_row(d) for d in docs] + [
+            _dead_document_row(x, tasks_by_path) for x in dead], schema=T.documents_schema()),
+        dead_letters=pa.Table.from_pylist([dead_letter_row(x) for x in dead], schema=T.dead_letters_schema()),
+        contents=pa.Table.from_pylist(content_rows, schema=_schema_without_vector(T.CONTENTS, dim)),
+        nodes=pa.Table.from_pylist([node_row(n) for d in docs for n in d.directories],
+                                   schema=staged_node_schema(dim)),
+        new_vectors=pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim)),
+        llm_calls=calls, llm_fallbacks=fallbacks,
+    )
 
 
 def node_row(node) -> dict:
@@ -33,9 +126,8 @@ def node_row(node) -> dict:
     return row
 
 
-def staged_node_schema(dim: int):
-    schema = T.schema_for(T.DIRECTORIES, dim)
-    return schema.remove(schema.get_field_index("vector"))
+def staged_node_schema(dim: int) -> pa.Schema:
+    return _schema_without_vector(T.DIRECTORIES, dim)
 
 
 def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
@@ -78,4 +170,18 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
         _ = rows | f"Stage {name}" >> WriteStagedTable(staging.prefix(name), schema)
 
 
-__all__ = ["changed_documents_pipeline", "NODES", "staged_node_schema"]
+def read_staged(staging: Staging, dim: int, counter) -> ArrivingRows:
+    """The rows ``changed_documents_pipeline`` staged (``counter(name)`` reads its metrics)."""
+    return ArrivingRows(
+        documents=staging.read_table(T.DOCUMENTS, staged_schema(T.DOCUMENTS, dim)),
+        dead_letters=staging.read_table(T.DEAD_LETTERS, staged_schema(T.DEAD_LETTERS, dim)),
+        contents=staging.read_table(T.CONTENTS, staged_schema(T.CONTENTS, dim)),
+        nodes=staging.read_table(NODES, staged_node_schema(dim)),
+        new_vectors=staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim)),
+        embeddings_computed=counter("embeddings_computed"),
+        embeddings_from_cache=counter("embeddings_from_cache"),
+        llm_calls=counter("llm_calls"), llm_fallbacks=counter("llm_fallbacks"),
+    )
+
+
+__all__ = ["ArrivingRows", "process_in_driver", "changed_documents_pipeline", "read_staged", "NODES"]

@@ -21,14 +21,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.build import staged_schema
 from pipelines.commit import KeepFromIndex, domain_infos
-from pipelines.delta_build import NODES, changed_documents_pipeline, staged_node_schema
+from pipelines.delta_build import ArrivingRows, process_in_driver
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.run_build import (BuildReport, _counter, _skipped_letter, check_local_paths,
                                  config_summary, model_identity, warm_embedder_in_background)
@@ -45,7 +45,7 @@ from vdgr_core.indexing import domain_delta as delta
 from vdgr_core.indexing.document import process_document, read_bytes_limited
 from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embed_with_cache
 from vdgr_core.indexing.entity_vectors import with_entity_vectors
-from vdgr_core.indexing.rows import directory_embedding_text, directory_row
+from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import update_shard
@@ -86,77 +86,90 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     skipped = set(scan.skipped)
     sub = CorpusScan(tasks=tuple(tasks_by_path[p] for p in change.arriving if p in tasks_by_path),
                      skipped=tuple(p for p in change.arriving if p in skipped))
+    dead_from_scan = [_skipped_letter(x) for x in sub.skipped]
     stage: dict[str, float] = {"scan_s": time.perf_counter() - t0}
+    t1 = time.perf_counter()
+    n_arriving = len(sub.tasks) + len(sub.skipped)
+    if n_arriving <= config.update_in_driver_max_documents:
+        say(f"processing {n_arriving} arriving documents in this process (parse, chunk, annotate)")
+        arriving = process_in_driver(config, sub, dead_from_scan, dim)
+    else:
+        say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
+        arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
+    stage["documents_s"] = time.perf_counter() - t1
+    say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
+    t2 = time.perf_counter()
+    merged = _DomainMerge(config, reader, change, scan, arriving, model_id, dim)
+    shards = merged.shards()      # needs no vectors: done while the model may still be loading
+    tables = merged.tables()
+    stage["merge_s"] = time.perf_counter() - t2
+    say("committing tables and manifest")
+    t3 = time.perf_counter()
+    append_to_cache(config.index, pa.concat_tables([arriving.new_vectors, merged.new_vectors]), dim)
+    manifest, writes = commit_index(
+        config.index, tables, shards, embedding_model=model_id, dim=dim,
+        domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
+        config=config_summary(config), parent_build_id=reader.manifest.build_id)
+    stage["commit_s"] = time.perf_counter() - t3
+    known = arriving.embeddings_computed >= 0
+    return BuildReport(
+        manifest=manifest, rows={n: w.rows for n, w in writes.items()},
+        dead_letters=writes[T.DEAD_LETTERS].rows, documents_seen=n_arriving,
+        embeddings_computed=arriving.embeddings_computed + merged.embeddings_computed if known else -1,
+        embeddings_from_cache=arriving.embeddings_from_cache + merged.embeddings_from_cache if known else -1,
+        wall_s=time.perf_counter() - t0, stage_s=stage,
+        llm_calls=arriving.llm_calls + merged.llm_calls,
+        llm_fallbacks=arriving.llm_fallbacks + merged.llm_fallbacks,
+    )
+
+
+def _run_pipeline(config: BuildConfig, sub: CorpusScan, dead_from_scan, beam_args: Sequence[str],
+                  model_id: str, dim: int) -> ArrivingRows:
+    """The arriving documents through ``changed_documents_pipeline`` (staged, read back)."""
+    import apache_beam as beam
+
+    from pipelines.delta_build import changed_documents_pipeline, read_staged
+
     staging = Staging.new(config.index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
     try:
-        say(f"processing {len(sub.tasks) + len(sub.skipped)} arriving documents "
-            "(parse, chunk, annotate, embed)")
-        t1 = time.perf_counter()
         options = pipeline_options(beam_args)
         if sub.tasks and runs_in_this_process(options):
             warm_embedder_in_background(config)
         p = beam.Pipeline(options=options)
         changed_documents_pipeline(p, config, sub, model_id=model_id, dim=dim, staging=staging,
-                                   dead_from_scan=[_skipped_letter(x) for x in sub.skipped])
+                                   dead_from_scan=dead_from_scan)
         result = p.run()
         result.wait_until_finish()
-        stage["pipeline_s"] = time.perf_counter() - t1
-        say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
-        t2 = time.perf_counter()
-        merged = _DomainMerge(config, reader, change, scan, staging, model_id, dim)
-        tables, shards = merged.tables(), merged.shards()
-        stage["merge_s"] = time.perf_counter() - t2
-        say("committing tables and manifest")
-        t3 = time.perf_counter()
-        append_to_cache(config.index, pa.concat_tables(
-            [staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim)), merged.new_vectors]), dim)
-        manifest, writes = commit_index(
-            config.index, tables, shards, embedding_model=model_id, dim=dim,
-            domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
-            config=config_summary(config), parent_build_id=reader.manifest.build_id)
-        stage["commit_s"] = time.perf_counter() - t3
+        return read_staged(staging, dim, lambda name: _counter(result, name))
     finally:
         staging.remove()
-    computed = _counter(result, "embeddings_computed")
-    cached = _counter(result, "embeddings_from_cache")
-    return BuildReport(
-        manifest=manifest, rows={n: w.rows for n, w in writes.items()},
-        dead_letters=writes[T.DEAD_LETTERS].rows, documents_seen=len(sub.tasks) + len(sub.skipped),
-        embeddings_computed=computed + merged.directory_embeddings_computed if computed >= 0 else -1,
-        embeddings_from_cache=cached + merged.directory_embeddings_cached if cached >= 0 else -1,
-        wall_s=time.perf_counter() - t0, stage_s=stage,
-        llm_calls=_counter(result, "llm_calls") + merged.llm_calls,
-        llm_fallbacks=_counter(result, "llm_fallbacks") + merged.llm_fallbacks,
-    )
 
 
 class _DomainMerge:
-    """The driver's half of an update: old rows + staged rows -> the tables of the new index."""
+    """The driver's half of an update: old rows + arriving rows -> the tables of the new index."""
 
     def __init__(self, config: BuildConfig, reader: IndexReader, change: _Change, scan: CorpusScan,
-                 staging: Staging, model_id: str, dim: int):
+                 arriving: ArrivingRows, model_id: str, dim: int):
         self._config, self._reader, self._change, self._scan = config, reader, change, scan
+        self._arriving = arriving
         self._model_id, self._dim = model_id, dim
         self.llm_calls = self.llm_fallbacks = 0
-        self.directory_embeddings_computed = self.directory_embeddings_cached = 0
+        self.embeddings_computed = self.embeddings_from_cache = 0
         self.new_vectors = pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim))
-        self._staged = {name: staging.read_table(name, staged_schema(name, dim))
-                        for name in (T.DOCUMENTS, T.CONTENTS, T.DEAD_LETTERS)}
-        self._staged_nodes = staging.read_table(NODES, staged_node_schema(dim))
         self._old = {name: reader.arrow(name) for name in T.TABLES}
-        self._contents = self._replace_rows(T.CONTENTS, "source")
-        in_domains = _isin(self._contents.column("domain"), change.domains)
-        self._domain_contents = self._contents.filter(in_domains)
-        self._domain_rows = self._domain_contents.select(_NO_VECTOR).to_pylist()
         old = self._old[T.CONTENTS]
+        kept = old.filter(pc.invert(_isin(old.column("source"), change.leaving)))
+        self._kept_domain_contents = kept.filter(_isin(kept.column("domain"), change.domains))
+        self._kept_contents = kept
         self._leaving_rows = old.filter(_isin(old.column("source"), change.leaving)).select(_NO_VECTOR).to_pylist()
-        self._arriving_rows = self._staged[T.CONTENTS].select(_NO_VECTOR).to_pylist()
+        self._arriving_rows = arriving.contents.select(_NO_VECTOR).to_pylist()
+        self._domain_rows = self._kept_domain_contents.select(_NO_VECTOR).to_pylist() + self._arriving_rows
 
-    def _replace_rows(self, name: str, path_column: str) -> pa.Table:
+    def _replace_rows(self, name: str, path_column: str, arriving: pa.Table) -> pa.Table:
         old = self._old[name]
         schema = T.schema_for(name, self._dim)
         kept = old.filter(pc.invert(_isin(old.column(path_column), self._change.leaving)))
-        return pa.concat_tables([kept.cast(schema), self._staged[name].cast(schema)])
+        return pa.concat_tables([kept.cast(schema), arriving.cast(schema)])
 
     def _kept(self, name: str) -> pa.Table:
         old = self._old[name]
@@ -168,28 +181,60 @@ class _DomainMerge:
         old_cooc = old_edges.filter(pc.and_(_isin(old_edges.column("domain"), self._change.domains),
                                             pc.equal(old_edges.column("kind"), T.COOCCURS)))
         cooc = delta.cooccurrence_after(old_cooc.to_pylist(), self._leaving_rows, self._arriving_rows)
-        nodes, directory_rows = self._directories()
+        nodes, redo, kept_directories = self._directories()
         new_edges = pa.Table.from_pylist(
             existence + cooc + delta.containment_edges(nodes, self._domain_rows), schema=T.edges_schema())
+        # every text still to embed, in one batch: the arriving chunks (unless the pipeline did)
+        # and the directory summaries made again
+        arriving_contents, directory_vectors = self._embed(redo)
+        schema = T.schema_for(T.DIRECTORIES, self._dim)
+        directories = pa.concat_tables([kept_directories.cast(schema), pa.Table.from_pylist(
+            [directory_row(n, v) for n, v in zip(redo, directory_vectors)], schema=schema)])
+        contents_schema = T.schema_for(T.CONTENTS, self._dim)
+        domain_contents = pa.concat_tables([self._kept_domain_contents.cast(contents_schema), arriving_contents])
         entity_table = with_entity_vectors(
             pa.Table.from_pylist(entities, schema=staged_schema(T.ENTITIES, self._dim)),
-            new_edges, self._domain_contents, self._dim)
+            new_edges, domain_contents, self._dim)
         return {
-            T.DOCUMENTS: self._replace_rows(T.DOCUMENTS, "path"),
-            T.DEAD_LETTERS: self._replace_rows(T.DEAD_LETTERS, "path"),
-            T.CONTENTS: self._contents,
-            T.DIRECTORIES: directory_rows,
+            T.DOCUMENTS: self._replace_rows(T.DOCUMENTS, "path", self._arriving.documents),
+            T.DEAD_LETTERS: self._replace_rows(T.DEAD_LETTERS, "path", self._arriving.dead_letters),
+            T.CONTENTS: pa.concat_tables([self._kept_contents.cast(contents_schema), arriving_contents]),
+            T.DIRECTORIES: directories,
             T.ENTITIES: pa.concat_tables([self._kept(T.ENTITIES).cast(entity_table.schema), entity_table]),
             T.EDGES: pa.concat_tables([self._kept(T.EDGES).cast(T.edges_schema()), new_edges]),
         }
 
+    def _embed(self, redo_nodes) -> tuple[pa.Table, np.ndarray]:
+        """(arriving contents with vectors, vectors of ``redo_nodes``), embedded through the cache."""
+        items = []
+        if not self._arriving.embedded:
+            items = [content_embedding_text(r["path"], r["text"]) for r in self._arriving_rows]
+        n_contents = len(items)
+        items += [directory_embedding_text(n) for n in redo_nodes]
+        from transforms.embed import process_embedder
+
+        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
+                                 EmbeddingCache(self._config.index),
+                                 [(embedding_key(self._model_id, t), t) for t in items])
+        self.embeddings_computed = sum(batch.computed)
+        self.embeddings_from_cache = len(items) - self.embeddings_computed
+        self.new_vectors = pa.Table.from_pylist(
+            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
+            schema=T.embedding_cache_schema(self._dim))
+        contents = self._arriving.contents
+        if not self._arriving.embedded:
+            flat = pa.array(batch.vectors[:n_contents].reshape(-1), pa.float32())
+            contents = contents.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, self._dim))
+        schema = T.schema_for(T.CONTENTS, self._dim)
+        return contents.select(schema.names).cast(schema), batch.vectors[n_contents:]
+
     def _directories(self):
+        """(all nodes of the changed domains, nodes summarized again, stored rows kept as they are)."""
         old = self._old[T.DIRECTORIES]
-        in_domains = _isin(old.column("domain"), self._change.domains)
-        old_domain = old.filter(in_domains)
+        old_domain = old.filter(_isin(old.column("domain"), self._change.domains))
         old_nodes = [delta.node_from_row(r) for r in old_domain.drop_columns(["vector"]).to_pylist()]
         folders = [n for t in self._scan.tasks if t.domain in self._change.domains for n in folder_nodes(t)]
-        arriving = [delta.node_from_row(dict(r, summary="")) for r in self._staged_nodes.to_pylist()]
+        arriving = [delta.node_from_row(dict(r, summary="")) for r in self._arriving.nodes.to_pylist()]
         merge = delta.merge_nodes_after(old_nodes, self._change.leaving, arriving, folders, self._parse_sources)
         seeds = (set(merge.touched) - merge.removed) | merge.old_parents
         seeds |= {r["parent_id"] for r in self._leaving_rows + self._arriving_rows}
@@ -198,22 +243,9 @@ class _DomainMerge:
                                     max_chars=self._config.summary_max_chars + 200, only=only)
         redo = [n for n in summarized if n.node_id in only]
         unchanged = {n.node_id for n in summarized} - only
-        kept_rows = old_domain.filter(_isin(old_domain.column("node_id"), unchanged))
-        items = [(embedding_key(self._model_id, directory_embedding_text(n)), directory_embedding_text(n))
-                 for n in redo]
-        from transforms.embed import process_embedder
-
-        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
-                                 EmbeddingCache(self._config.index), items)
-        self.directory_embeddings_computed = sum(batch.computed)
-        self.directory_embeddings_cached = len(items) - self.directory_embeddings_computed
-        self.new_vectors = pa.Table.from_pylist(
-            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
-            schema=T.embedding_cache_schema(self._dim))
-        schema = T.schema_for(T.DIRECTORIES, self._dim)
-        new_rows = pa.Table.from_pylist([directory_row(n, v) for n, v in zip(redo, batch.vectors)], schema=schema)
-        table = pa.concat_tables([self._kept(T.DIRECTORIES).cast(schema), kept_rows.cast(schema), new_rows])
-        return summarized, table
+        kept = pa.concat_tables([self._kept(T.DIRECTORIES),
+                                 old_domain.filter(_isin(old_domain.column("node_id"), unchanged))])
+        return summarized, redo, kept
 
     def _parse_sources(self, paths: Sequence[str]) -> dict:
         """Directory nodes of unchanged documents that share a node with a changed one."""

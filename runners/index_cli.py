@@ -44,6 +44,8 @@ def build_config(args) -> BuildConfig:
                                   model=args.embedding_model, dim=args.embedding_dim,
                                   batch_size=args.batch_size),
         llm=llm,
+        **({"update_in_driver_max_documents": args.in_driver_max_documents}
+           if getattr(args, "in_driver_max_documents", None) is not None else {}),
     )
 
 

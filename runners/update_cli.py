@@ -1,31 +1,60 @@
 """`vdgr update` (apply corpus changes once) and `vdgr watch` (apply them as they happen)."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 from runners.index_cli import _progress, _setup_logging, add_build_arguments, build_config, print_report
 from runners.presets import apply_preset
+from vdgr_core.store.manifest import MANIFEST_NAME
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("update", help="apply added/changed/deleted/moved documents to an index",
                               description="Unknown --flags are passed to Beam as pipeline options.")
     add_build_arguments(p)
+    _add_update_arguments(p)
     p.set_defaults(func=run_update_cmd, accepts_beam_args=True)
 
     w = subparsers.add_parser("watch", help="watch a corpus and apply changes in micro-batches")
     add_build_arguments(w)
+    _add_update_arguments(w)
     w.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
     w.add_argument("--max-polls", type=int, help="stop after this many polls")
     w.add_argument("--until", type=float, help="stop at this Unix time")
     w.set_defaults(func=run_watch_cmd, accepts_beam_args=True)
 
 
-def run_update_cmd(args, beam_args) -> int:
-    from pipelines.run_update import run_update
+def _add_update_arguments(p) -> None:
+    p.add_argument("--in-driver-max-documents", type=int, default=None,
+                   help="process at most this many added/changed documents in this process, "
+                        "more through the Beam pipeline (default: 200; the index is the same)")
 
-    _setup_logging(args.quiet)
-    report = run_update(build_config(args), apply_preset(args.preset, beam_args), _progress(args.quiet))
+
+def _start_embedder_early(config):
+    """The local model, loading in a child process while the update imports, scans and parses.
+
+    Only for an existing index with the local model (a first build or a remote embedder gains
+    nothing); stopped at once if nothing needs embedding.
+    """
+    if config.embedding.kind != "minilm" or not os.path.isfile(os.path.join(config.index, MANIFEST_NAME)):
+        return contextlib.nullcontext()
+    from vdgr_core.embedding_process import EmbedderProcess
+
+    return EmbedderProcess(config.embedding)
+
+
+def run_update_cmd(args, beam_args) -> int:
+    config = build_config(args)
+    with _start_embedder_early(config) as early:
+        from pipelines.run_update import run_update
+        from transforms.embed import provided_embedder
+
+        _setup_logging(args.quiet)
+        provided = provided_embedder(config.embedding, early) if early else contextlib.nullcontext()
+        with provided:
+            report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet))
     print(report.plan.summary())
     if report.build is None:
         print("index unchanged: nothing to commit")

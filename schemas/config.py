@@ -76,6 +76,10 @@ class BuildConfig(_Frozen):
     summary_sentences: int = Field(default=2, ge=1, le=10)
     summary_max_chars: int = Field(default=400, ge=50)
     max_entities_per_chunk: int = Field(default=24, ge=1)
+    # An update whose arriving (added or changed) documents number at most this is processed in
+    # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
+    # index is the same either way; this setting is not part of the build settings (manifest).
+    update_in_driver_max_documents: int = Field(default=200, ge=0)
 
 
 class RerankerConfig(_Frozen):

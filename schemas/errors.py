@@ -39,3 +39,7 @@ class IndexError_(VdgrError):
 
 class LLMError(VdgrError):
     """The LLM endpoint failed or answered out of contract after all retries."""
+
+
+class EmbeddingError(VdgrError):
+    """The embedder could not embed (model failed to load, worker process died)."""

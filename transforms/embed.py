@@ -1,6 +1,7 @@
 """Batched embeddings with a content-hash cache (a second build embeds nothing)."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Callable, Mapping
 
@@ -29,6 +30,27 @@ def process_embedder(config):
         if key not in _MODELS:
             _MODELS[key] = make_embedder(config)
         return _MODELS[key]
+
+
+@contextlib.contextmanager
+def provided_embedder(config, embedder):
+    """Within the block, ``process_embedder(config)`` returns ``embedder``.
+
+    `vdgr update` starts the model in a child process before it imports Beam and scans the
+    corpus (vdgr_core.embedding_process); the in-process pipeline and the driver then share it.
+    """
+    key = config.model_dump_json()
+    with _MODELS_LOCK:
+        previous = _MODELS.get(key)
+        _MODELS[key] = embedder
+    try:
+        yield embedder
+    finally:
+        with _MODELS_LOCK:
+            if previous is None:
+                _MODELS.pop(key, None)
+            else:
+                _MODELS[key] = previous
 
 
 class _EmbedBatchDoFn(beam.DoFn):

@@ -8,16 +8,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas.config import BuildConfig
-from schemas.errors import DeadLetterReason, DocumentError
-from schemas.records import DocumentTask
-from vdgr_core.indexing.document import dead_letter_for, process_document, read_bytes_limited
+from schemas.records import DeadLetter, DocumentTask
+from vdgr_core.indexing.document import load_document
 
 DEAD_LETTER = "dead_letter"
 _log = logging.getLogger("vdgr.build")
-
-
-def _join(root: str, rel: str) -> str:
-    return FileSystems.join(root, *rel.split("/"))
 
 
 class _ParseDoFn(beam.DoFn):
@@ -30,17 +25,10 @@ class _ParseDoFn(beam.DoFn):
         self._seen_chunks = 0
 
     def process(self, task: DocumentTask):
-        data = None
-        try:
-            try:
-                data = read_bytes_limited(FileSystems.open, _join(task.corpus_root, task.rel_path),
-                                          self._config.limits.max_file_bytes)
-            except OSError as e:
-                raise DocumentError(DeadLetterReason.READ_ERROR, str(e)) from e
-            doc = process_document(task, data, self._config)
-        except DocumentError as e:
+        doc = load_document(task, self._config, FileSystems.open, FileSystems.join)
+        if isinstance(doc, DeadLetter):
             self._dead.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter_for(task, data, e))
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, doc)
             return
         self._docs.inc()
         self._chunks.inc(len(doc.chunks))

@@ -173,6 +173,11 @@ class MiniLMEmbedder:
         if torch.get_num_threads() < cores:
             torch.set_num_threads(cores)
         self._torch = torch
+        from transformers.utils import logging as hf_logging
+
+        # no "Loading weights" bar: it is noise in a CLI, and tqdm's lock is a multiprocessing
+        # semaphore that an embedding child process would leak when stopped
+        hf_logging.disable_progress_bar()
         self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self._model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         self._pooling, self._normalize, self._max_len = _st_modules(path)

@@ -85,3 +85,36 @@ def test_restricted_document_only_for_its_group(kb):
     assert all(e.source != BACKDOOR for e in hidden.evidence)
     shown = kb.query(title, groups=("netops",))
     assert shown.evidence[0].source == BACKDOOR
+
+
+def test_cli_update_embeds_the_new_text_in_a_child_process_like_in_process(index, tmp_path, capsys):
+    """`vdgr update` loads the model in a child process (started before it scans): the new
+    chunk's vector is the one the in-process model computes, and the text is searchable."""
+    import shutil
+
+    import numpy as np
+
+    from runners.cli import main
+    from schemas.config import EmbeddingConfig
+    from vdgr_core.embedding import make_embedder
+    from vdgr_core.indexing.rows import content_embedding_text
+    from vdgr_core.query import KnowledgeBase
+
+    corpus, live = str(tmp_path / "corpus"), str(tmp_path / "index")
+    shutil.copytree(CORPUS, corpus)
+    shutil.copytree(index, live)
+    doc = os.path.join(corpus, "networking", "routers", "orbit-x2-v2", "orbit-x2-user-manual.md")
+    sentence = "Quarantine mode isolates the Zephyr-7 gateway from every uplink."
+    with open(doc, "a", encoding="utf-8") as f:
+        f.write(f"\n\n## Quarantine mode\n\n{sentence}\n")
+    assert main(["update", corpus, "--index", live, "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "1 changed" in out and "embeddings" in out
+    rows = [r for r in IndexReader(live).arrow(T.CONTENTS).to_pylist() if sentence in r["text"]]
+    assert len(rows) == 1
+    expected = make_embedder(EmbeddingConfig()).embed([content_embedding_text(rows[0]["path"], rows[0]["text"])])[0]
+    # the same model and settings; bf16 results move by ~1e-3 with the batch a text is padded in
+    got = np.asarray(rows[0]["vector"])
+    assert float(got @ expected) / (np.linalg.norm(got) * np.linalg.norm(expected)) > 0.999
+    res = KnowledgeBase.open(live).query("What isolates the Zephyr-7 gateway from every uplink?")
+    assert sentence in res.evidence[0].text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
 import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -88,14 +89,18 @@ def _snapshot(index: str) -> dict:
     }
 
 
-def _cfg(corpus, index):
-    return BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
+def _cfg(corpus, index, in_driver_max: int = 200):
+    return BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"),
+                       update_in_driver_max_documents=in_driver_max)
 
 
+# in_driver_max 0: the arriving documents always go through the Beam pipeline; 200: always
+# through the driver. Both must give the index a full build gives.
+@pytest.mark.parametrize("in_driver_max", [0, 200], ids=["pipeline", "driver"])
 @settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(ops, min_size=1, max_size=3))
-def test_incremental_update_equals_full_rebuild(tmp_path_factory, sequence):
+@given(sequence=st.lists(ops, min_size=1, max_size=3))
+def test_incremental_update_equals_full_rebuild(tmp_path_factory, in_driver_max, sequence):
     root = str(tmp_path_factory.mktemp("prop"))
     corpus, live = os.path.join(root, "corpus"), os.path.join(root, "live")
     _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
@@ -103,7 +108,7 @@ def test_incremental_update_equals_full_rebuild(tmp_path_factory, sequence):
     run_build(_cfg(corpus, live))
     for step, op in enumerate(sequence):
         _apply(corpus, op)
-        run_update(_cfg(corpus, live))
+        run_update(_cfg(corpus, live, in_driver_max))
         fresh = os.path.join(root, f"fresh{step}")
         run_build(_cfg(corpus, fresh))
         assert _snapshot(live) == _snapshot(fresh), f"diverged after {op}"

@@ -5,7 +5,7 @@ import tantivy
 
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.tantivy_shard import (
-    BODY_FIELDS, LEGACY_FIELDS, ShardSearcher, body_text, build_shard, shard_digest,
+    BODY_FIELDS, LEGACY_FIELDS, ShardSearcher, body_text, build_shard, shard_digest, update_shard,
 )
 
 PUBLIC = SearchScope(groups=())
@@ -74,3 +74,39 @@ def test_shard_of_the_previous_schema_is_still_searched(tmp_path):
     assert [c for c, _ in s.search("camera", 5, PUBLIC)] == ["c1"]      # path_text not searched
     assert s.search("Quorvex", 5, PUBLIC) == []
     assert [c for c, _ in s.search("Quorvex", 5, SearchScope(groups=("hr",)))] == ["c4"]
+
+
+def _ids(folder):
+    searcher = tantivy.Index.open(folder).searcher()
+    hits = searcher.search(tantivy.Query.all_query(), 100).hits
+    return sorted(searcher.doc(a)["chunk_id"][0] for _, a in hits)
+
+
+def test_update_shard_deletes_and_adds_on_a_copy_named_like_a_rebuild(tmp_path):
+    root = str(tmp_path)
+    base = build_shard(root, "d", ROWS)
+    new_row = _row("c5", "Night mode", "Brighter pictures in low light.", ["Apps", "Camera", "Night mode"])
+    after = [r for r in ROWS if r["chunk_id"] != "c2"] + [new_row]
+    info = update_shard(root, "d", base.folder, after, ["c2"], [new_row])
+    assert info.folder == build_shard(str(tmp_path / "fresh"), "d", after).folder   # same digest
+    assert info.n_docs == 4
+    assert _ids(os.path.join(root, info.folder)) == ["c1", "c3", "c4", "c5"]
+    assert _ids(os.path.join(root, base.folder)) == ["c1", "c2", "c3", "c4"]       # base untouched
+    s = ShardSearcher(os.path.join(root, info.folder))
+    assert [c for c, _ in s.search("low light", 5, PUBLIC)] == ["c5"]
+    assert s.search("color settings", 5, PUBLIC) == []
+
+
+def test_update_shard_of_a_chunk_deleted_and_added_again_keeps_it(tmp_path):
+    root = str(tmp_path)
+    base = build_shard(root, "d", ROWS)
+    changed = dict(ROWS[0], version="2")
+    after = [changed] + ROWS[1:]
+    info = update_shard(root, "d", base.folder, after, ["c1"], [changed])
+    assert _ids(os.path.join(root, info.folder)) == ["c1", "c2", "c3", "c4"]
+    assert info.folder != base.folder
+
+
+def test_update_shard_without_a_base_builds_it(tmp_path):
+    info = update_shard(str(tmp_path), "new", None, ROWS, [], ROWS)
+    assert _ids(os.path.join(str(tmp_path), info.folder)) == ["c1", "c2", "c3", "c4"]

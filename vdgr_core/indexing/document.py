@@ -77,3 +77,21 @@ def read_bytes_limited(open_fn: Callable, path: str, max_bytes: int) -> bytes:
     """Read at most ``max_bytes + 1`` bytes so an enormous file is refused without loading it."""
     with open_fn(path) as f:
         return f.read(max_bytes + 1)
+
+
+def load_document(task: DocumentTask, config: BuildConfig, open_fn: Callable,
+                  join_fn: Callable[..., str]) -> "IndexedDocument | DeadLetter":
+    """Read ``task``'s file (through ``open_fn``) and process it; a failure becomes its DeadLetter.
+
+    The per-file step of a build or an update: it never raises for bad input.
+    """
+    data = None
+    try:
+        try:
+            data = read_bytes_limited(open_fn, join_fn(task.corpus_root, *task.rel_path.split("/")),
+                                      config.limits.max_file_bytes)
+        except OSError as e:
+            raise DocumentError(DeadLetterReason.READ_ERROR, str(e)) from e
+        return process_document(task, data, config)
+    except DocumentError as e:
+        return dead_letter_for(task, data, e)

@@ -1,0 +1,32 @@
+"""An embedder in a child process gives the vectors the in-process embedder gives."""
+import numpy as np
+import pytest
+
+from schemas.config import EmbeddingConfig
+from schemas.errors import EmbeddingError
+from vdgr_core.embedding import make_embedder
+from vdgr_core.embedding_process import EmbedderProcess
+
+HASHING = EmbeddingConfig(kind="hashing", dim=32)
+
+
+def test_child_vectors_equal_in_process_vectors():
+    texts = ["Hold RESET for 10 seconds.", "DL_MIMO_Mode on both bands", ""]
+    with EmbedderProcess(HASHING) as child:
+        assert (child.model_id, child.dim) == (make_embedder(HASHING).model_id, 32)
+        got = child.embed(texts)
+        assert child.embed([]).shape == (0, 32)
+    np.testing.assert_array_equal(got, make_embedder(HASHING).embed(texts))
+
+
+def test_a_child_that_cannot_load_the_model_raises_a_typed_error(tmp_path):
+    broken = EmbeddingConfig(kind="minilm", model_path=str(tmp_path / "no-model"))
+    with EmbedderProcess(broken) as child:
+        with pytest.raises(EmbeddingError, match="no sentence-transformers model"):
+            child.embed(["x"])
+
+
+def test_closing_an_unused_child_stops_it_at_once():
+    child = EmbedderProcess(HASHING)
+    child.close()
+    assert not child._proc.is_alive()
