@@ -30,7 +30,7 @@ from pipelines.build import staged_schema
 from pipelines.commit import KeepFromIndex, domain_infos
 from pipelines.delta_build import ArrivingRows, process_in_driver
 from pipelines.options import pipeline_options, runs_in_this_process
-from pipelines.run_build import (BuildReport, _counter, _skipped_letter, check_local_paths,
+from pipelines.run_build import (BuildReport, _counter, _skipped_letter,
                                  config_summary, model_identity, warm_embedder_in_background)
 from pipelines.staging import Staging
 from pipelines.update_plan import UpdatePlan
@@ -79,7 +79,6 @@ def _isin(column: pa.ChunkedArray, values) -> pa.ChunkedArray:
 def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdatePlan, scan: CorpusScan,
                          beam_args: Sequence[str], say: Callable[[str], None], t0: float) -> BuildReport:
     """Apply ``plan`` to the committed index document by document and commit a new manifest."""
-    check_local_paths(config)
     model_id, dim = model_identity(config)
     change = _Change.of(plan)
     tasks_by_path = {t.rel_path: t for t in scan.tasks}

@@ -15,11 +15,12 @@ from pipelines.commit import KeepFromIndex, commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas.config import BuildConfig
-from schemas.errors import ConfigError, DeadLetterReason
+from schemas.errors import DeadLetterReason
 from schemas.records import DeadLetter
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
+from vdgr_core.store.location import is_remote
 from vdgr_core.store.manifest import Manifest
 
 _log = logging.getLogger("vdgr.build")
@@ -70,7 +71,6 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
-    check_local_paths(config)
     say(f"scanning {config.corpus}")
     scan = scan_corpus(config.corpus)
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
@@ -93,29 +93,13 @@ def warm_embedder_in_background(config: BuildConfig) -> None:
                      daemon=True).start()
 
 
-def check_local_paths(config: BuildConfig) -> None:
-    """Refuse object-store URIs for the index and corpus, which are not supported end to end yet.
-
-    Staging goes through Beam's filesystems and LanceDB accepts object-store URIs, but the corpus
-    scan, the tantivy shard publication (build in a temp folder, rename) and the manifest
-    (temp file, fsync, rename) use the local filesystem: a ``gs://`` index would end up split
-    between the bucket and a local folder named ``gs:``. See docs/RUNNERS.md.
-    """
-    for what, path in (("--index", config.index), ("corpus", config.corpus)):
-        if "://" in str(path):
-            raise ConfigError(
-                f"{what} {path!r}: object-store URIs are not supported yet (the corpus scan, BM25 "
-                "shards and manifest use the local filesystem); use a local or shared mounted "
-                "folder, see docs/RUNNERS.md")
-
-
 def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
                   beam_args: Sequence[str], say: Callable[[str], None], *,
                   keep: Optional[KeepFromIndex] = None, t0: Optional[float] = None) -> BuildReport:
     """Run the pipeline over ``scan`` and commit (with ``keep``'s rows for an update)."""
     t0 = time.perf_counter() if t0 is None else t0
-    check_local_paths(config)
-    os.makedirs(config.index, exist_ok=True)
+    if not is_remote(config.index):
+        os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
     skipped = [_skipped_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)

@@ -33,6 +33,8 @@ class Staging:
 
     @classmethod
     def new(cls, index_dir: str, run_name: str) -> "Staging":
+        if index_dir.startswith("file://"):      # Beam's local filesystem takes plain paths
+            index_dir = index_dir[len("file://"):]
         root = FileSystems.join(index_dir, "_staging", run_name)
         if FileSystems.exists(root):
             FileSystems.delete([root])

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 
 from runners.index_cli import _progress, _setup_logging, add_build_arguments, build_config, print_report
 from runners.presets import apply_preset
+from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.manifest import MANIFEST_NAME
 
 
@@ -38,7 +38,7 @@ def _start_embedder_early(config):
     Only for an existing index with the local model (a first build or a remote embedder gains
     nothing); stopped at once if nothing needs embedding.
     """
-    if config.embedding.kind != "minilm" or not os.path.isfile(os.path.join(config.index, MANIFEST_NAME)):
+    if config.embedding.kind != "minilm" or not IndexLocation(config.index).exists(MANIFEST_NAME):
         return contextlib.nullcontext()
     from vdgr_core.embedding_process import EmbedderProcess
 

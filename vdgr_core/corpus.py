@@ -21,16 +21,45 @@ class CorpusScan:
     skipped: tuple[str, ...]
 
 
-def _read_meta(path: str) -> DocMeta:
+def _read_meta(fs, path: str, shown: str) -> DocMeta:
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with fs.open_input_stream(path) as f:
+            text = f.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
+        raise ConfigError(f"{shown}: cannot read: {e}") from None
     try:
         return load_meta_yaml(text)
     except ConfigError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        raise ConfigError(f"{shown}: {e}") from None
+
+
+def _list_tree(root: str):
+    """(filesystem, root path, {folder parts: sorted file names}) of a local folder or a URI.
+
+    Hidden folders and everything under them are left out, as are hidden files.
+    """
+    import pyarrow.fs as pafs
+
+    if "://" in root:
+        fs, base = pafs.FileSystem.from_uri(root)
+    else:
+        fs, base = pafs.LocalFileSystem(), os.path.abspath(root)
+    info = fs.get_file_info(base)
+    if info.type != pafs.FileType.Directory:
+        raise ConfigError(f"corpus root {root!r} is not a folder")
+    base = base.rstrip("/")
+    folders: dict[tuple[str, ...], list[str]] = {(): []}
+    for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+        parts = tuple(entry.path[len(base) + 1:].split("/"))
+        if any(p.startswith(".") for p in parts):
+            continue
+        if entry.type == pafs.FileType.Directory:
+            folders.setdefault(parts, [])
+        elif entry.type == pafs.FileType.File:
+            for i in range(len(parts)):          # object stores have no folder entries
+                folders.setdefault(parts[:i], [])
+            folders[parts[:-1]].append(parts[-1])
+    return fs, base, {k: sorted(v) for k, v in folders.items()}
 
 
 def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> CorpusScan:
@@ -39,7 +68,8 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
     Parameters
     ----------
     root:
-        Corpus root; each top-level folder is a domain.
+        Corpus root (a local folder or an object-store URI such as ``gs://bucket/corpus``);
+        each top-level folder is a domain.
     supported:
         File extensions (with the dot) that can be parsed.
 
@@ -55,36 +85,35 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
         When ``root`` is not a folder or a ``_meta.yaml`` is malformed (the message
         names the file).
     """
-    if not os.path.isdir(root):
-        raise ConfigError(f"corpus root {root!r} is not a folder")
+    fs, base, folders = _list_tree(root)
+    corpus_root = root[len("file://"):] if str(root).startswith("file://") else root
     exts = {e.lower() for e in supported}
     own: dict[tuple[str, ...], DocMeta] = {}        # folder parts -> its own _meta.yaml
     resolved: dict[tuple[str, ...], DocMeta] = {}   # folder parts -> meta resolved down to it
     tasks: list[DocumentTask] = []
     skipped: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = os.path.relpath(dirpath, root)
-        parts = () if rel_dir == "." else tuple(rel_dir.replace(os.sep, "/").split("/"))
+    for parts in sorted(folders):                   # parents before children
+        filenames = folders[parts]
         if parts:
-            meta_path = os.path.join(dirpath, META_FILE)
-            own[parts] = _read_meta(meta_path) if META_FILE in filenames else DocMeta()
+            rel_meta = "/".join(parts + (META_FILE,))
+            own[parts] = (_read_meta(fs, f"{base}/{rel_meta}", os.path.join(str(root), rel_meta))
+                          if META_FILE in filenames else DocMeta())
             parent = resolved.get(parts[:-1], DocMeta()) if len(parts) > 1 else DocMeta()
             resolved[parts] = replace(merge_meta(replace(parent, title=None), own[parts]),
                                       title=own[parts].title)
-        for name in sorted(filenames):
+        for name in filenames:
             if name.startswith(".") or name == META_FILE:
                 continue
             rel_path = "/".join(parts + (name,))
             if not parts or os.path.splitext(name)[1].lower() not in exts:
                 skipped.append(rel_path)
                 continue
-            folders = parts[1:]
+            folders_below = parts[1:]
             tasks.append(DocumentTask(
-                corpus_root=root,
+                corpus_root=corpus_root,
                 rel_path=rel_path,
                 domain=parts[0],
-                collection=folders[0] if folders else "",
+                collection=folders_below[0] if folders_below else "",
                 folder_titles=tuple(own[parts[:i + 1]].title or parts[i] for i in range(1, len(parts))),
                 meta=replace(resolved[parts], title=None),
                 folder_metas=tuple(resolved[parts[:i + 1]] for i in range(len(parts))),

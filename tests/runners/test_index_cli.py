@@ -51,17 +51,3 @@ def test_presets_fill_only_flags_the_user_did_not_give():
     assert set(PRESETS) == {"direct", "multiprocess", "flink", "dataflow"}
     with pytest.raises(ValueError):
         apply_preset("spark", [])
-
-
-@pytest.mark.parametrize("where", ["index", "corpus"])
-def test_object_store_uris_are_refused_with_a_clear_error(tmp_path, capsys, where):
-    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
-    index = str(tmp_path / "index")
-    if where == "index":
-        index = "gs://some-bucket/vdgr-index"
-    else:
-        corpus = "s3://some-bucket/corpus"
-    assert main(["index", corpus, "--index", index, "--embedding", "hashing", "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "object-store URIs are not supported yet" in err and "RUNNERS.md" in err
-    assert not (tmp_path / "gs:").exists()

@@ -20,7 +20,9 @@ import warnings
 from dataclasses import dataclass
 
 from schemas import tables as T
+from schemas.errors import ConfigError
 from vdgr_core.store.lance_store import connect, has_table
+from vdgr_core.store.location import is_remote
 from vdgr_core.store.manifest import read_manifest, write_manifest
 
 
@@ -36,7 +38,17 @@ def _older_than(path: str, keep_s: float) -> bool:
 
 
 def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1)) -> GcReport:
-    """Remove what the current manifest does not need and is older than ``keep``."""
+    """Remove what the current manifest does not need and is older than ``keep``.
+
+    Raises
+    ------
+    ConfigError
+        For an object-store index: use the bucket's lifecycle rules for old shard folders and
+        LanceDB's own cleanup there (not implemented here yet).
+    """
+    if is_remote(index_dir):
+        raise ConfigError(f"vdgr gc works on local index folders; {index_dir!r} is an object-store URI "
+                          "(see docs/RUNNERS.md)")
     manifest = read_manifest(index_dir)
     db = connect(index_dir)
     versions = 0

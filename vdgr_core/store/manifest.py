@@ -1,19 +1,19 @@
 """The index manifest: the one file readers trust.
 
 Commit protocol: every table and tantivy shard is written first; the manifest naming the
-LanceDB table versions and tantivy shard folders is written last, to a temporary file that is
-fsynced and renamed over ``manifest.json``. A reader that opens the manifest sees one
-consistent index, old or new, never a mix.
+LanceDB table versions and tantivy shard folders is written last and whole (a local folder: a
+temporary file fsynced and renamed over ``manifest.json``; an object store: one object, visible
+once uploaded). A reader that opens the manifest sees one consistent index, old or new, never a
+mix.
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from schemas.errors import IndexError_
+from vdgr_core.store.location import IndexLocation
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
@@ -69,41 +69,19 @@ class Manifest:
         raise KeyError(name)
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same folder, fsync, rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def write_manifest(index_dir: str, manifest: Manifest) -> str:
-    path = os.path.join(index_dir, MANIFEST_NAME)
-    atomic_write_text(path, manifest.to_json())
-    return path
+    """Write the manifest whole (the last write of a commit); returns its path or URI."""
+    loc = IndexLocation(index_dir)
+    loc.write_whole(MANIFEST_NAME, manifest.to_json().encode("utf-8"))
+    return loc.join(MANIFEST_NAME)
 
 
 def read_manifest(index_dir: str) -> Manifest:
-    path = os.path.join(index_dir, MANIFEST_NAME)
+    loc = IndexLocation(index_dir)
     try:
-        with open(path, encoding="utf-8") as f:
-            return Manifest.from_json(f.read())
+        return Manifest.from_json(loc.read_bytes(MANIFEST_NAME).decode("utf-8"))
     except FileNotFoundError:
         raise IndexError_(f"no index at {index_dir!r}: {MANIFEST_NAME} is missing "
                           "(was the build interrupted before its commit?)") from None
     except (ValueError, TypeError, KeyError) as e:
-        raise IndexError_(f"unreadable manifest {path!r}: {e}") from e
+        raise IndexError_(f"unreadable manifest {loc.join(MANIFEST_NAME)!r}: {e}") from e

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 from functools import cached_property
 from typing import Optional, Sequence
@@ -12,6 +14,7 @@ import pyarrow as pa
 from schemas import tables as T
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.lance_store import connect, open_pinned
+from vdgr_core.store.location import IndexLocation, shard_cache_dir
 from vdgr_core.store.manifest import Manifest, read_manifest
 from vdgr_core.store.tantivy_shard import ShardSearcher
 
@@ -22,13 +25,16 @@ class IndexReader:
     Parameters
     ----------
     index_dir:
-        The index folder. Only the tables and shards named by its manifest are read, at the
-        versions the manifest names; a concurrent update never changes what this view sees.
+        The index folder or object-store URI. Only the tables and shards named by its manifest
+        are read, at the versions the manifest names; a concurrent update never changes what
+        this view sees. BM25 shards of a remote index are copied once into a local cache
+        (``VDGR_SHARD_CACHE``, default ``~/.cache/vdgr/shards``): they are named by content.
     """
 
     def __init__(self, index_dir: str):
         self.index_dir = index_dir
         self.manifest: Manifest = read_manifest(index_dir)
+        self._location = IndexLocation(index_dir)
         self._db = connect(index_dir)
         self._tables: dict[str, object] = {}
         self._arrow: dict[tuple, pa.Table] = {}
@@ -62,8 +68,26 @@ class IndexReader:
             return None
         with self._lock:
             if domain not in self._shards:
-                self._shards[domain] = ShardSearcher(os.path.join(self.index_dir, rel))
+                self._shards[domain] = ShardSearcher(self._local_shard(rel))
             return self._shards[domain]
+
+    def _local_shard(self, rel: str) -> str:
+        """A local folder holding shard ``rel``: in the index, or a cached copy of a remote one."""
+        if not self._location.remote:
+            return os.path.join(self.index_dir, rel)
+        cached = os.path.join(shard_cache_dir(), *rel.split("/")[1:])   # <domain>/<digest>
+        if not os.path.isdir(cached):
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".fetching-", dir=os.path.dirname(cached))
+            try:
+                os.rmdir(tmp)
+                self._location.fetch_folder(rel, tmp)
+                os.replace(tmp, cached)
+            except OSError:
+                shutil.rmtree(tmp, ignore_errors=True)
+                if not os.path.isdir(cached):   # another reader may have fetched it meanwhile
+                    raise
+        return cached
 
     def dense_search(self, name: str, vector: np.ndarray, k: int, scope: SearchScope,
                      columns: Optional[Sequence[str]] = None) -> pa.Table:

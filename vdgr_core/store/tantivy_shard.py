@@ -1,8 +1,9 @@
-"""tantivy BM25 shards: one per domain, built whole and published by rename.
+"""tantivy BM25 shards: one per domain, built whole and published whole.
 
 A shard folder is named by the digest of what it holds, so a rebuild of unchanged content
 gives the same folder name, and a reader pinned by the manifest never sees a half-written
-shard: it is built in a temporary folder and renamed into place.
+shard: it is built in a local temporary folder, then renamed into place (local index) or
+uploaded before the manifest that names it is written (object store, see store/location.py).
 
 One BM25 field per chunk: ``body`` is the chunk's heading followed by its text, scored as one
 unit. Summing separate BM25 scores of a short ``title`` field, a ``path_text`` field (every
@@ -26,6 +27,7 @@ from typing import Iterable, Mapping, Optional
 import tantivy
 
 from vdgr_core.store.filters import SearchScope
+from vdgr_core.store.location import IndexLocation
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _STOP = frozenset(
@@ -80,18 +82,23 @@ def shard_digest(rows: Iterable[Mapping]) -> str:
 def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
     """Build the BM25 shard of ``domain`` from content rows and publish it whole.
 
-    Rows need chunk_id, text, title, version, acl.
+    Rows need chunk_id, text, title, version, acl. ``index_root`` is a local folder or an
+    object-store URI (the shard is built in a local temporary folder, then published).
     Returns the shard folder relative to ``index_root``. Idempotent: an existing shard with
     the same digest is reused.
     """
     rows = sorted(rows, key=lambda r: r["chunk_id"])
     digest = shard_digest(rows)
-    rel = os.path.join("tantivy", _safe(domain), digest)
-    final = os.path.join(index_root, rel)
-    if os.path.isdir(final):
-        return ShardInfo(domain, rel, len(rows), digest)
-    _publish(final, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
+    loc = IndexLocation(index_root)
+    rel = shard_folder(domain, digest)
+    if not loc.exists(rel):
+        _publish(loc, rel, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
     return ShardInfo(domain, rel, len(rows), digest)
+
+
+def shard_folder(domain: str, digest: str) -> str:
+    """The shard folder of ``domain`` with contents ``digest``, relative to the index root."""
+    return f"tantivy/{_safe(domain)}/{digest}"
 
 
 def update_shard(index_root: str, domain: str, base_folder: Optional[str], all_rows: list[Mapping],
@@ -104,20 +111,21 @@ def update_shard(index_root: str, domain: str, base_folder: Optional[str], all_r
     modified, so readers pinned to the previous manifest keep their view. Without a base shard
     (a new domain) the shard is built from ``all_rows``.
     """
-    if base_folder is None or not os.path.isdir(os.path.join(index_root, base_folder)):
+    loc = IndexLocation(index_root)
+    if base_folder is None or not loc.exists(base_folder):
         return build_shard(index_root, domain, all_rows)
     digest = shard_digest(all_rows)
-    rel = os.path.join("tantivy", _safe(domain), digest)
-    final = os.path.join(index_root, rel)
-    if not os.path.isdir(final):
-        base = os.path.join(index_root, base_folder)
-
+    rel = shard_folder(domain, digest)
+    if not loc.exists(rel):
         def fill(tmp: str) -> None:
             os.rmdir(tmp)
-            shutil.copytree(base, tmp)
+            if loc.remote:
+                loc.fetch_folder(base_folder, tmp)
+            else:
+                shutil.copytree(loc.local_folder(base_folder), tmp)
             _write(tantivy.Index.open(tmp), domain, deleted_ids, added_rows)
 
-        _publish(final, fill)
+        _publish(loc, rel, fill)
     return ShardInfo(domain, rel, len(all_rows), digest)
 
 
@@ -139,14 +147,17 @@ def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mappin
     writer.wait_merging_threads()
 
 
-def _publish(final: str, fill) -> None:
-    """Fill a temporary folder next to ``final`` and rename it into place (all or nothing)."""
-    parent = os.path.dirname(final)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)
+def _publish(loc: IndexLocation, rel: str, fill) -> None:
+    """Fill a local temporary folder, then publish it whole at ``rel`` (see IndexLocation)."""
+    if loc.remote:
+        tmp = tempfile.mkdtemp(prefix="vdgr-shard-")
+    else:
+        parent = os.path.dirname(loc.local_folder(rel))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)   # same filesystem: rename
     try:
         fill(tmp)
-        os.replace(tmp, final)
+        loc.publish_folder(tmp, rel)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
