@@ -76,8 +76,21 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
         t.merge_insert("key").when_not_matched_insert_all().execute(rows)
     else:
         t = db.create_table(T.EMBEDDING_CACHE, data=rows)
-    t.create_scalar_index("key", replace=True)   # lookups by key stay fast as the cache grows
+    _keep_key_index(t)
     return rows.num_rows
+
+
+def _keep_key_index(table) -> None:
+    """A BTree index on ``key`` keeps lookups fast as the cache grows.
+
+    Rows added after the index was built are still found (scanned); the index is rebuilt only
+    when they exceed a tenth of the table, so a small update does not re-index the whole cache.
+    """
+    from lancedb.index import BTree
+
+    stats = table.index_stats("key_idx") if any(i.name == "key_idx" for i in table.list_indices()) else None
+    if stats is None or stats.num_unindexed_rows * 10 > stats.num_indexed_rows:
+        table.create_index("key", config=BTree(), name="key_idx", replace=True)
 
 
 __all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "embedding_key"]

@@ -57,12 +57,14 @@ def sort_rows(name: str, table: pa.Table) -> pa.Table:
     return table.sort_by([(key, "ascending")])
 
 
-def write_table(db, name: str, table: pa.Table) -> TableWrite:
+def write_table(db, name: str, table: pa.Table, presorted: bool = False) -> TableWrite:
     """Replace the contents of table ``name`` with ``table`` as a new version.
 
+    Rows are written sorted by the table's key (``presorted``: the caller already did).
     Older versions stay readable, so a reader pinned by the previous manifest is unaffected.
     """
-    table = sort_rows(name, table)
+    if not presorted:
+        table = sort_rows(name, table)
     if has_table(db, name):
         t = db.open_table(name)
         t.add(table, mode="overwrite")

@@ -15,7 +15,10 @@ from vdgr_core.store.tantivy_shard import ShardInfo
 
 def table_digest(name: str, table: pa.Table) -> str:
     """Digest of a table's contents (rows sorted by key): equal tables, equal digests."""
-    table = sort_rows(name, table)
+    return _sorted_digest(name, sort_rows(name, table))
+
+
+def _sorted_digest(name: str, table: pa.Table) -> str:
     h = hashlib.sha256(name.encode())
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
@@ -56,8 +59,9 @@ def commit_index(
         table = tables.get(name)
         if table is None:
             table = pa.Table.from_pylist([], schema=T.schema_for(name, dim))
-        writes[name] = write_table(db, name, table)
-        digest.update(table_digest(name, table).encode())
+        table = sort_rows(name, table)           # once: the digest and the write share it
+        writes[name] = write_table(db, name, table, presorted=True)
+        digest.update(_sorted_digest(name, table).encode())
     for s in sorted(shards, key=lambda s: s.domain):
         digest.update(f"{s.domain}:{s.digest}".encode())
     manifest = Manifest(
