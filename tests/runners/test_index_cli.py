@@ -41,6 +41,24 @@ def test_multiprocess_preset_builds_the_same_index_as_the_default(tmp_path, caps
     assert re.search(r"dead letters\s+1 of 4 files", capsys.readouterr().out)
 
 
+def test_portable_runner_with_a_local_job_service_builds_the_same_index(tmp_path):
+    """The job-submission path Flink and Spark use: PortableRunner, an embedded job service,
+    workers talking the Fn API over gRPC (LOOPBACK)."""
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    common = [corpus, "--embedding", "hashing", "-q"]
+    assert main(["index", *common, "--index", str(tmp_path / "direct")]) == 0
+    assert main(["index", *common, "--index", str(tmp_path / "portable"), "--runner=PortableRunner",
+                 "--job_endpoint=embed", "--environment_type=LOOPBACK"]) == 0
+    assert _digests(str(tmp_path / "portable")) == _digests(str(tmp_path / "direct"))
+    # and an update through the same runner equals a rebuild
+    with open(f"{corpus}/hr/leave.md", "a", encoding="utf-8") as f:
+        f.write("\n## Sick leave\n\nReport sick leave within one day.\n")
+    assert main(["update", *common, "--index", str(tmp_path / "portable"), "--in-driver-max-documents=0",
+                 "--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=LOOPBACK"]) == 0
+    assert main(["index", *common, "--index", str(tmp_path / "fresh")]) == 0
+    assert _digests(str(tmp_path / "portable")) == _digests(str(tmp_path / "fresh"))
+
+
 def test_presets_fill_only_flags_the_user_did_not_give():
     args = apply_preset("multiprocess", ["--direct_num_workers=8"])
     assert "--direct_num_workers=8" in args and "--direct_num_workers=2" not in args
