@@ -167,3 +167,34 @@ def test_llm_indexing_fallback_recovery_and_free_rebuild(openai_server, tmp_path
     assert len(openai_server.requests) == n_before
     assert third.llm_calls == 0 and third.llm_fallbacks == 0
     assert third.manifest.build_id == second.manifest.build_id
+
+
+@pytest.mark.parametrize("in_driver_max", [0, 200], ids=["pipeline", "driver"])
+def test_llm_update_asks_only_for_the_changed_chunks_and_directories(openai_server, tmp_path, in_driver_max):
+    """An update with an LLM configured: one annotation call per new chunk, directory summaries
+    only for the touched directories and their ancestors (the rest from the cache), and the
+    index a full build gives."""
+    from pipelines.run_update import run_update
+    from vdgr_core.store.writer import table_digest
+
+    openai_server.responder = responder
+    corpus = write_corpus(str(tmp_path / "corpus"), CORPUS)
+    cache = tmp_path / "llm.sqlite"
+    cfg = _config(corpus, str(tmp_path / "index"), openai_server, cache)
+    run_build(cfg)
+    with open(f"{corpus}/net/switches/nova.md", "a", encoding="utf-8") as f:
+        f.write("\n## Fans\n\nThe Nova switch fan tray is SKU-90214-B compatible.\n")
+    n_before = len(openai_server.requests)
+    report = run_update(cfg.model_copy(update={"update_in_driver_max_documents": in_driver_max}))
+    new = [r for r in openai_server.requests[n_before:] if r["_path"].endswith("/chat/completions")]
+    annotated = [_user_text(r) for r in new if _kind(r) == "ChunkAnnotation"]
+    assert len(annotated) == 1 and "fan tray" in annotated[0]             # the one new chunk
+    summarized = [_user_text(r) for r in new if _kind(r) == "DirectorySummary"]
+    assert summarized and all("Leave policy" not in t for t in summarized)  # hr untouched
+    assert report.build.llm_calls == len(new) and report.build.llm_fallbacks == 0
+
+    fresh = _config(corpus, str(tmp_path / "fresh"), openai_server, cache)
+    run_build(fresh)
+    live, rebuilt = IndexReader(cfg.index), IndexReader(fresh.index)
+    assert {n: table_digest(n, live.arrow(n)) for n in T.TABLES} == {
+        n: table_digest(n, rebuilt.arrow(n)) for n in T.TABLES}
