@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 import apache_beam as beam
+import numpy as np
 
 from pipelines.staging import Staging
 from schemas import tables as T
@@ -59,6 +60,17 @@ def _join_vectors(kv, make_row):
         yield make_row(item, vectors[0])
 
 
+def _with_vector(row: dict, vector) -> dict:
+    """A row made before embedding, completed with its vector."""
+    return {**row, "vector": np.asarray(vector, dtype=np.float32)}
+
+
+def _content_row_without_vector(a) -> dict:
+    row = annotated_row(a, ())
+    del row["vector"]
+    return row
+
+
 def staged_schema(name: str, dim: int):
     """Schema of a staged table: the index schema, less the entity vectors the commit adds."""
     schema = T.schema_for(name, dim)
@@ -86,7 +98,8 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
 
     def content_item(a):
         text = content_embedding_text(a.chunk.path, a.chunk.text)
-        return embedding_key(model_id, text), (text, T.CONTENTS, a)
+        # the row travels instead of the AnnotatedChunk: plain values encode faster than dataclasses
+        return embedding_key(model_id, text), (text, T.CONTENTS, _content_row_without_vector(a))
 
     def directory_item(n):
         text = directory_embedding_text(n)
@@ -96,7 +109,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     embedded = ((annotated | "Content texts" >> beam.Map(content_item),
                  summarized | "Directory texts" >> beam.Map(directory_item))
                 | "All texts" >> beam.Flatten()
-                | "Embed" >> EmbedRows(config, {T.CONTENTS: annotated_row, T.DIRECTORIES: directory_row}))
+                | "Embed" >> EmbedRows(config, {T.CONTENTS: _with_vector, T.DIRECTORIES: directory_row}))
     content_rows, directory_rows = embedded[T.CONTENTS], embedded[T.DIRECTORIES]
 
     # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
