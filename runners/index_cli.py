@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import logging
 import sys
 
@@ -82,12 +84,34 @@ def run(args, beam_args) -> int:
     _setup_logging(args.quiet)
     try:
         config = build_config(args)
-        report = run_build(config, apply_preset(args.preset, beam_args), progress=_progress(args.quiet))
+        with fewer_full_collections():
+            report = run_build(config, apply_preset(args.preset, beam_args),
+                               progress=_progress(args.quiet))
     except (VdgrError, ValueError) as exc:
         print(f"vdgr index: error: {exc}", file=sys.stderr)
         return 2
     print_report(report)
     return 0
+
+
+@contextlib.contextmanager
+def fewer_full_collections():
+    """Within the block, the garbage collector rarely walks every live object.
+
+    What is alive on entry (mostly imported modules, ~230k objects) is frozen out of the
+    collector's sight, and the oldest generation is examined after 100 collections of the middle
+    one instead of 10. A build allocates millions of objects and keeps many of them (chunks,
+    rows, the model's ~300k): with the defaults the collector took 2.3 s of the EManual build
+    with the local model, ~0.6 s with this. Thresholds are restored and objects unfrozen on exit.
+    """
+    young, middle, old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(young, middle, max(old, 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, old)
+        gc.unfreeze()
 
 
 def _progress(quiet: bool):

@@ -69,3 +69,16 @@ def test_presets_fill_only_flags_the_user_did_not_give():
     assert set(PRESETS) == {"direct", "multiprocess", "flink", "dataflow"}
     with pytest.raises(ValueError):
         apply_preset("spark", [])
+
+
+def test_fewer_full_collections_restores_the_collector():
+    import gc
+
+    from runners.index_cli import fewer_full_collections
+
+    before = gc.get_threshold()
+    with fewer_full_collections():
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[2] >= 100
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
