@@ -7,6 +7,10 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
+# libyaml's safe loader when the wheel has it (same results, ~10x faster; a scan reads every
+# folder's _meta.yaml)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from schemas.errors import ConfigError
 from schemas.records import DocMeta
 
@@ -90,7 +94,7 @@ def load_meta_yaml(text: str) -> DocMeta:
         When the text is not valid YAML, not a mapping, or has invalid fields.
     """
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

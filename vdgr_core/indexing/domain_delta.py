@@ -65,10 +65,15 @@ def entities_and_existence(content_rows: Iterable[Mapping]) -> tuple[list[dict],
     n_chunks: dict[str, int] = defaultdict(int)
     edges = []
     for row in content_rows:
-        n_chunks[row["domain"]] += 1
-        for m in mentions_from_row(row):
-            accs.setdefault((m.domain, m.norm), EntityAccumulator()).add(m)
-            edges.append(edge_row(HAS_ENTITY, m.chunk_id, entity_id(m.domain, m.norm), m.domain, m.mentions))
+        domain, chunk_id, doc_id = row["domain"], row["chunk_id"], row["doc_id"]
+        n_chunks[domain] += 1
+        for t in row["terms"] or ():
+            key = (domain, t["norm"])
+            acc = accs.get(key)
+            if acc is None:
+                acc = accs[key] = EntityAccumulator()
+            acc.add_values(t["name"], t["kind"], t["score"], t["mentions"], chunk_id, doc_id)
+            edges.append(edge_row(HAS_ENTITY, chunk_id, entity_id(domain, t["norm"]), domain, t["mentions"]))
     entities = [entity_row(domain, norm, acc, n_chunks[domain] or 1)
                 for (domain, norm), acc in sorted(accs.items())]
     return entities, edges

@@ -22,12 +22,18 @@ class EntityAccumulator:
     best_score: float = 0.0
 
     def add(self, m: EntityMention) -> "EntityAccumulator":
-        self.names[m.name] += m.mentions
-        self.kinds[m.kind] += 1
-        self.frequency += m.mentions
-        self.chunk_ids.add(m.chunk_id)
-        self.doc_ids.add(m.doc_id)
-        self.best_score = max(self.best_score, m.score)
+        return self.add_values(m.name, m.kind, m.score, m.mentions, m.chunk_id, m.doc_id)
+
+    def add_values(self, name: str, kind: str, score: float, mentions: int, chunk_id: str,
+                   doc_id: str) -> "EntityAccumulator":
+        """``add`` without building an EntityMention (an update adds tens of thousands)."""
+        self.names[name] += mentions
+        self.kinds[kind] += 1
+        self.frequency += mentions
+        self.chunk_ids.add(chunk_id)
+        self.doc_ids.add(doc_id)
+        if score > self.best_score:
+            self.best_score = score
         return self
 
     def merge(self, other: "EntityAccumulator") -> "EntityAccumulator":

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when available
+
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.inline import strip_markdown_inline
@@ -54,7 +56,7 @@ def split_front_matter(text: str) -> tuple[dict, str]:
     if end is None:
         raise DocumentError(DeadLetterReason.TRUNCATED, "front matter opened with --- is never closed")
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
+        data = yaml.load("\n".join(lines[1:end]), Loader=_SAFE_LOADER)
     except yaml.YAMLError as e:
         raise DocumentError(DeadLetterReason.PARSE_ERROR, f"invalid YAML front matter: {e}") from None
     if data is None:
