@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from runners.index_cli import _progress, _setup_logging, add_build_arguments, build_config, print_report
+from runners.index_cli import (_progress, _setup_logging, add_build_arguments, build_config,
+                               fewer_full_collections, print_report)
 from runners.presets import apply_preset
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.manifest import MANIFEST_NAME
@@ -53,7 +54,7 @@ def run_update_cmd(args, beam_args) -> int:
 
         _setup_logging(args.quiet)
         provided = provided_embedder(config.embedding, early) if early else contextlib.nullcontext()
-        with provided:
+        with provided, fewer_full_collections():
             report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet))
     print(report.plan.summary())
     if report.build is None:
