@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping, Optional, Sequence
 
 import pyarrow as pa
@@ -53,15 +54,21 @@ def commit_index(
         The committed manifest and, per table, the version written and its row count.
     """
     db = connect(index_dir)
-    writes: dict[str, TableWrite] = {}
-    digest = hashlib.sha256()
-    for name in T.TABLES:
+
+    def write_one(name: str) -> tuple[TableWrite, str]:
         table = tables.get(name)
         if table is None:
             table = pa.Table.from_pylist([], schema=T.schema_for(name, dim))
         table = sort_rows(name, table)           # once: the digest and the write share it
-        writes[name] = write_table(db, name, table, presorted=True)
-        digest.update(_sorted_digest(name, table).encode())
+        return write_table(db, name, table, presorted=True), _sorted_digest(name, table)
+
+    # the tables are independent and LanceDB, Arrow and hashlib release the GIL on large data
+    with ThreadPoolExecutor(max_workers=len(T.TABLES), thread_name_prefix="vdgr-commit") as pool:
+        done = dict(zip(T.TABLES, pool.map(write_one, T.TABLES)))
+    writes: dict[str, TableWrite] = {name: done[name][0] for name in T.TABLES}
+    digest = hashlib.sha256()
+    for name in T.TABLES:
+        digest.update(done[name][1].encode())
     for s in sorted(shards, key=lambda s: s.domain):
         digest.update(f"{s.domain}:{s.digest}".encode())
     manifest = Manifest(
