@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -155,7 +156,8 @@ class _DomainMerge:
         self.llm_calls = self.llm_fallbacks = 0
         self.embeddings_computed = self.embeddings_from_cache = 0
         self.new_vectors = pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim))
-        self._old = {name: reader.arrow(name) for name in T.TABLES}
+        with ThreadPoolExecutor(max_workers=len(T.TABLES)) as pool:   # LanceDB reads release the GIL
+            self._old = dict(zip(T.TABLES, pool.map(reader.arrow, T.TABLES)))
         old = self._old[T.CONTENTS]
         kept = old.filter(pc.invert(_isin(old.column("source"), change.leaving)))
         self._kept_domain_contents = kept.filter(_isin(kept.column("domain"), change.domains))
