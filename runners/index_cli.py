@@ -7,6 +7,7 @@ import gc
 import logging
 import sys
 
+from runners.early_embedder import early_embedder, runs_in_this_process
 from runners.presets import PRESETS, apply_preset
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
 
@@ -78,15 +79,18 @@ def print_report(report, out=None) -> None:
 
 
 def run(args, beam_args) -> int:
-    from pipelines.run_build import run_build
     from schemas.errors import VdgrError
 
     _setup_logging(args.quiet)
     try:
         config = build_config(args)
-        with fewer_full_collections():
-            report = run_build(config, apply_preset(args.preset, beam_args),
-                               progress=_progress(args.quiet))
+        beam_args = apply_preset(args.preset, beam_args)
+        # in-process runs embed through a model that starts loading now, in a child process
+        with early_embedder(config, wanted=runs_in_this_process(beam_args)):
+            from pipelines.run_build import run_build
+
+            with fewer_full_collections():
+                report = run_build(config, beam_args, progress=_progress(args.quiet))
     except (VdgrError, ValueError) as exc:
         print(f"vdgr index: error: {exc}", file=sys.stderr)
         return 2

@@ -1,11 +1,11 @@
 """`vdgr update` (apply corpus changes once) and `vdgr watch` (apply them as they happen)."""
 from __future__ import annotations
 
-import contextlib
 import sys
 
 from runners.index_cli import (_progress, _setup_logging, add_build_arguments, build_config,
                                fewer_full_collections, print_report)
+from runners.early_embedder import early_embedder
 from runners.presets import apply_preset
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.manifest import MANIFEST_NAME
@@ -33,28 +33,15 @@ def _add_update_arguments(p) -> None:
                         "more through the Beam pipeline (default: 200; the index is the same)")
 
 
-def _start_embedder_early(config):
-    """The local model, loading in a child process while the update imports, scans and parses.
-
-    Only for an existing index with the local model (a first build or a remote embedder gains
-    nothing); stopped at once if nothing needs embedding.
-    """
-    if config.embedding.kind != "minilm" or not IndexLocation(config.index).exists(MANIFEST_NAME):
-        return contextlib.nullcontext()
-    from vdgr_core.embedding_process import EmbedderProcess
-
-    return EmbedderProcess(config.embedding)
-
-
 def run_update_cmd(args, beam_args) -> int:
     config = build_config(args)
-    with _start_embedder_early(config) as early:
+    # the model starts loading now, before Beam and LanceDB are imported and the corpus scanned;
+    # it is stopped at once if the update has nothing to embed
+    with early_embedder(config, wanted=IndexLocation(config.index).exists(MANIFEST_NAME)):
         from pipelines.run_update import run_update
-        from transforms.embed import provided_embedder
 
         _setup_logging(args.quiet)
-        provided = provided_embedder(config.embedding, early) if early else contextlib.nullcontext()
-        with provided, fewer_full_collections():
+        with fewer_full_collections():
             report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet))
     print(report.plan.summary())
     if report.build is None:
