@@ -15,7 +15,7 @@ from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 
 @dataclass(frozen=True)
 class UpdatePlan:
-    """The changes found and the domains whose shard of the index must be recomputed."""
+    """The changes found and the domains they touch (whose graph rows and shard are recomputed)."""
 
     added: tuple[str, ...]
     changed: tuple[str, ...]
@@ -30,7 +30,7 @@ class UpdatePlan:
 
     def summary(self) -> str:
         return (f"{len(self.added)} added, {len(self.changed)} changed, {len(self.deleted)} deleted, "
-                f"{len(self.moved)} moved; domains to recompute: {', '.join(self.affected_domains) or 'none'}")
+                f"{len(self.moved)} moved; changed domains: {', '.join(self.affected_domains) or 'none'}")
 
 
 def current_fingerprints(scan: CorpusScan, config: BuildConfig) -> dict[str, tuple[str, str]]:
