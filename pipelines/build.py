@@ -22,7 +22,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig
 from transforms.annotate import AnnotateChunks
 from transforms.directories import ContainmentEdges, SummarizeDirectories
-from transforms.embed import NEW_VECTORS, EmbedRows
+from transforms.embed import NEW_VECTORS, EmbedRows, PrefetchEmbeddings
 from transforms.merge import CooccurrenceEdges, DedupContents, DedupDirectories, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import BuildTantivyShards, PublishStagedFiles, StageLines, StageParquet
@@ -86,8 +86,15 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     docs, dead = parsed.documents, parsed[DEAD_LETTER]
     dead = (dead, p | "Skipped files" >> beam.Create(list(dead_from_scan))) | "All dead letters" >> beam.Flatten()
 
+    def chunk_key_and_text(c):
+        text = content_embedding_text(c.path, c.text)
+        return embedding_key(model_id, text), text
+
+    # with the in-process runner and a model in a child process, chunk texts are sent ahead so
+    # the child embeds while this process annotates (transforms/embed.py, EmbeddingPrefetcher)
     annotated = (docs
                  | "Chunks" >> beam.FlatMap(lambda d: d.chunks)
+                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_key_and_text)
                  | "Annotate chunks" >> AnnotateChunks(config)
                  | "Dedup contents" >> DedupContents())
     nodes = ((docs | "Document nodes" >> beam.FlatMap(lambda d: d.directories),
@@ -96,30 +103,41 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
              | "Dedup directories" >> DedupDirectories())
     summarized = (nodes, annotated) | "Summarize directories" >> SummarizeDirectories(config)
 
+    # Steps that need no vectors come first: with the in-process runner the stages run in this
+    # order, so they run while the embedding child works through the texts sent ahead.
+    # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
+    entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
+    cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
+    containment = (summarized, annotated) | "Containment" >> ContainmentEdges()
+    shards = (annotated
+              | "Shard rows" >> beam.Map(_content_row_without_vector)
+              | "BM25 shards" >> BuildTantivyShards(config.index))
+    document_rows = ((docs | "Document row" >> beam.Map(_document_row),
+                      dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
+                     | "All document rows" >> beam.Flatten())
+
     def content_item(a):
         text = content_embedding_text(a.chunk.path, a.chunk.text)
         # the row travels instead of the AnnotatedChunk: plain values encode faster than dataclasses
         return embedding_key(model_id, text), (text, T.CONTENTS, _content_row_without_vector(a))
 
-    def directory_item(n):
+    def directory_key_and_text(n):
         text = directory_embedding_text(n)
-        return embedding_key(model_id, text), (text, T.DIRECTORIES, n)
+        return embedding_key(model_id, text), text
+
+    def directory_item(n):
+        key, text = directory_key_and_text(n)
+        return key, (text, T.DIRECTORIES, n)
 
     # each distinct text is embedded once and every item that needs it gets its row right there
     embedded = ((annotated | "Content texts" >> beam.Map(content_item),
-                 summarized | "Directory texts" >> beam.Map(directory_item))
+                 summarized
+                 | "Prefetch directory embeddings" >> PrefetchEmbeddings(config, directory_key_and_text)
+                 | "Directory texts" >> beam.Map(directory_item))
                 | "All texts" >> beam.Flatten()
                 | "Embed" >> EmbedRows(config, {T.CONTENTS: _with_vector, T.DIRECTORIES: directory_row}))
     content_rows, directory_rows = embedded[T.CONTENTS], embedded[T.DIRECTORIES]
 
-    # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
-    entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
-    cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
-    containment = (summarized, annotated) | "Containment" >> ContainmentEdges()
-
-    document_rows = ((docs | "Document row" >> beam.Map(_document_row),
-                      dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
-                     | "All document rows" >> beam.Flatten())
     # rows of a table may come in parts: each part is staged under the table's prefix (no Flatten)
     outputs = {
         T.DOCUMENTS: [document_rows],
@@ -132,7 +150,6 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     }
     staged = [rows | f"Stage {name} {i}" >> StageParquet(staging.prefix(name), staged_schema(name, dim))
               for name, parts in outputs.items() for i, rows in enumerate(parts)]
-    shards = content_rows | "BM25 shards" >> BuildTantivyShards(config.index)
     staged.append(shards | "Stage shard list" >> StageLines(staging.prefix("shards")))
     # one step publishes every staged file once all bundles have committed
     _ = staged | "All staged files" >> beam.Flatten() | "Publish staged files" >> PublishStagedFiles()

@@ -53,6 +53,119 @@ def provided_embedder(config, embedder):
                 _MODELS[key] = previous
 
 
+class EmbeddingPrefetcher:
+    """Texts sent ahead to an embedder that answers asynchronously (``submit``), in batches.
+
+    While the in-process pipeline parses and annotates, the chunk texts it will embed later are
+    already known: sending them to the embedding child process then lets the child embed while
+    this process parses (two cores at work instead of one, then the other). The embedding step
+    takes a prefetched vector instead of computing it. A cache only: a text that was not
+    prefetched is embedded as usual, and the vectors are the same model's.
+
+    Parameters
+    ----------
+    embedder : object with ``submit(texts) -> Future``
+    cache : EmbeddingCache
+        Texts already in the index's embedding cache are not sent.
+    batch_size : int
+        Texts per request; a window of ``window`` texts is sorted by length first, so a batch
+        pads little.
+    """
+
+    def __init__(self, embedder, cache: EmbeddingCache, batch_size: int, window: int = 512):
+        self._embedder, self._cache = embedder, cache
+        self._batch_size, self._window = batch_size, window
+        self._pending: dict[str, str] = {}
+        self._futures: dict[str, tuple[object, int]] = {}
+        self._lock = threading.Lock()
+
+    def offer(self, key: str, text: str) -> None:
+        with self._lock:
+            if key in self._futures or key in self._pending:
+                return
+            self._pending[key] = text
+            if len(self._pending) >= self._window:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._pending:
+            return
+        cached = self._cache.lookup(list(self._pending))
+        todo = sorted(((k, t) for k, t in self._pending.items() if k not in cached), key=lambda kt: -len(kt[1]))
+        self._pending = {}
+        for start in range(0, len(todo), self._batch_size):
+            part = todo[start:start + self._batch_size]
+            fut = self._embedder.submit([t for _, t in part])
+            for i, (k, _) in enumerate(part):
+                self._futures[k] = (fut, i)
+
+    def take(self, key: str):
+        """The prefetched vector of ``key`` (waiting for it if needed), or None."""
+        with self._lock:
+            entry = self._futures.pop(key, None)
+        if entry is None:
+            return None
+        fut, i = entry
+        return fut.result()[i]
+
+
+_PREFETCHERS: dict[str, EmbeddingPrefetcher] = {}
+
+
+def prefetcher_for(config: BuildConfig):
+    """The process's prefetcher for ``config``, when its embedder answers asynchronously.
+
+    Only a provided embedder (``provided_embedder``: the child process `vdgr index` starts) is
+    considered, so this never loads a model.
+    """
+    key = config.embedding.model_dump_json()
+    with _MODELS_LOCK:
+        embedder = _MODELS.get(key)
+        if embedder is None or not hasattr(embedder, "submit"):
+            return None
+        cache_key = key + "\x1f" + str(config.index)
+        if cache_key not in _PREFETCHERS or _PREFETCHERS[cache_key]._embedder is not embedder:
+            _PREFETCHERS[cache_key] = EmbeddingPrefetcher(embedder, EmbeddingCache(config.index),
+                                                          config.embedding.batch_size)
+        return _PREFETCHERS[cache_key]
+
+
+class _PrefetchDoFn(beam.DoFn):
+    """Pass-through: offers each element's (key, text) to the prefetcher, if there is one."""
+
+    def __init__(self, config: BuildConfig, key_and_text: Callable):
+        self._config = config
+        self._key_and_text = key_and_text
+
+    def start_bundle(self):
+        self._prefetcher = prefetcher_for(self._config)
+
+    def process(self, element):
+        if self._prefetcher is not None:
+            self._prefetcher.offer(*self._key_and_text(element))
+        yield element
+
+    def finish_bundle(self):
+        if self._prefetcher is not None:
+            self._prefetcher.flush()
+
+
+class PrefetchEmbeddings(beam.PTransform):
+    """Elements unchanged; their texts sent ahead to an asynchronous embedder (see EmbeddingPrefetcher)."""
+
+    def __init__(self, config: BuildConfig, key_and_text: Callable):
+        super().__init__()
+        self._config = config
+        self._key_and_text = key_and_text
+
+    def expand(self, pcoll):
+        return pcoll | "Send texts ahead" >> beam.ParDo(_PrefetchDoFn(self._config, self._key_and_text))
+
+
 class _EmbedBatchDoFn(beam.DoFn):
     def __init__(self, config: BuildConfig):
         self._config = config
@@ -122,12 +235,22 @@ class _EmbedRowsDoFn(beam.DoFn):
 
     def process(self, batch):
         batch = list(batch)
-        result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache,
-                                  [(key, text) for key, text, _ in batch])
-        n_new = sum(result.computed)
+        prefetcher = prefetcher_for(self._config)
+        ready = {}
+        if prefetcher is not None:
+            for key, _text, _items in batch:
+                vec = prefetcher.take(key)
+                if vec is not None:
+                    ready[key] = vec
+        rest = [(key, text) for key, text, _ in batch if key not in ready]
+        result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, rest)
+        found = {k: (v, c) for k, v, c in zip(result.keys, result.vectors, result.computed)}
+        found.update((k, (v, True)) for k, v in ready.items())     # prefetched: computed for this build
+        n_new = sum(1 for _, c in found.values() if c)
         self._computed.inc(n_new)
         self._cached.inc(len(batch) - n_new)
-        for (key, _text, items), vec, computed in zip(batch, result.vectors, result.computed):
+        for key, _text, items in batch:
+            vec, computed = found[key]
             if computed:
                 yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": vec})
             for tag, item in items:

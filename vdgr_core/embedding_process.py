@@ -12,6 +12,7 @@ in-process embedder computes.
 from __future__ import annotations
 
 import multiprocessing
+from concurrent.futures import Future
 from typing import Optional, Sequence
 
 import numpy as np
@@ -55,10 +56,16 @@ class EmbedderProcess:
 
     Notes
     -----
-    ``embed`` may be called from several threads; calls are serialized.
+    ``submit`` never blocks: requests are sent by a sender thread and answered in order (a
+    reader thread resolves the futures), so the caller keeps working while the child embeds.
+    ``embed`` is ``submit(...).result()``. Both may be called from several threads.
     """
 
     def __init__(self, config: EmbeddingConfig):
+        import collections
+        import queue
+        import threading
+
         from vdgr_core.embedding import embedder_identity
 
         self.model_id, self.dim = embedder_identity(config)
@@ -68,9 +75,64 @@ class EmbedderProcess:
                                  name="vdgr-embedder", daemon=True)
         self._proc.start()
         child.close()
+        self._lock = threading.Lock()
+        self._inflight: "collections.deque[Future]" = collections.deque()
+        self._outbox: "queue.Queue" = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._dead: Optional[str] = None
+
+    def _start_threads(self) -> None:
         import threading
 
-        self._lock = threading.Lock()
+        for target, name in ((self._send_loop, "vdgr-embedder-send"), (self._receive_loop, "vdgr-embedder-recv")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _send_loop(self) -> None:
+        while True:
+            texts = self._outbox.get()
+            if texts is None:
+                return
+            try:
+                self._conn.send(("embed", texts))
+            except (OSError, ValueError):
+                return
+
+    def _receive_loop(self) -> None:
+        while True:
+            try:
+                kind, payload = self._conn.recv()
+            except (EOFError, OSError, ValueError) as e:
+                with self._lock:
+                    self._dead = f"the embedding process died: {e!r}"
+                    pending, self._inflight = list(self._inflight), type(self._inflight)()
+                for fut in pending:
+                    if not fut.done():
+                        fut.set_exception(EmbeddingError(self._dead))
+                return
+            with self._lock:
+                fut = self._inflight.popleft()
+            if kind == "ok":
+                fut.set_result(payload)
+            else:
+                fut.set_exception(EmbeddingError(f"the embedding process failed: {payload}"))
+
+    def submit(self, texts: Sequence[str]) -> "Future":
+        """Ask for the vectors of ``texts``; the future holds a float32 array, one row per text."""
+        fut: Future = Future()
+        if len(texts) == 0:
+            fut.set_result(np.zeros((0, self.dim), dtype=np.float32))
+            return fut
+        with self._lock:
+            if self._dead is not None:              # never leave a caller waiting on a dead child
+                fut.set_exception(EmbeddingError(self._dead))
+                return fut
+            if not self._threads:
+                self._start_threads()
+            self._inflight.append(fut)
+            self._outbox.put(list(texts))        # FIFO: answered in the order submitted
+        return fut
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` (float32, one row per text).
@@ -80,23 +142,14 @@ class EmbedderProcess:
         EmbeddingError
             If the child failed to load the model, failed on these texts, or died.
         """
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            try:
-                self._conn.send(("embed", list(texts)))
-                kind, payload = self._conn.recv()
-            except (EOFError, OSError) as e:
-                raise EmbeddingError(f"the embedding process died: {e}") from e
-        if kind != "ok":
-            raise EmbeddingError(f"the embedding process failed: {payload}")
-        return payload
+        return self.submit(texts).result()
 
     def close(self) -> None:
         """Stop the child at once (it holds nothing to flush; it may still be loading)."""
         if self._proc.is_alive():
             self._proc.terminate()
         self._proc.join()
+        self._outbox.put(None)
         self._conn.close()
 
     def __enter__(self) -> "EmbedderProcess":

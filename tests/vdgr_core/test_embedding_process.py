@@ -30,3 +30,23 @@ def test_closing_an_unused_child_stops_it_at_once():
     child = EmbedderProcess(HASHING)
     child.close()
     assert not child._proc.is_alive()
+
+
+def test_requests_to_a_dead_child_fail_instead_of_waiting():
+    child = EmbedderProcess(HASHING)
+    assert child.embed(["x"]).shape == (1, 32)
+    child._proc.terminate()
+    child._proc.join()
+    for _ in range(3):                       # before and after the reader notices the death
+        with pytest.raises(EmbeddingError, match="died"):
+            child.submit(["y"]).result(timeout=30)
+    child.close()
+
+
+def test_submitted_requests_are_answered_in_order():
+    texts = [[f"text {i} {j}" for j in range(i + 1)] for i in range(6)]
+    with EmbedderProcess(HASHING) as child:
+        futures = [child.submit(t) for t in texts]
+        got = [f.result(timeout=60) for f in futures]
+    for t, g in zip(texts, got):
+        np.testing.assert_array_equal(g, make_embedder(HASHING).embed(t))
