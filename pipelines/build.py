@@ -53,13 +53,6 @@ def _dead_document_row(d, tasks_by_path) -> dict:
             "status": "dead_letter", "n_chunks": 0}
 
 
-def _join_vectors(kv, make_row):
-    _key, grouped = kv
-    vectors = list(grouped["vector"])
-    for item in grouped["item"]:
-        yield make_row(item, vectors[0])
-
-
 def _with_vector(row: dict, vector) -> dict:
     """A row made before embedding, completed with its vector."""
     return {**row, "vector": np.asarray(vector, dtype=np.float32)}

@@ -22,12 +22,14 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.build import _dead_document_row, _document_row, _join_vectors, staged_schema
+from pipelines.build import (_content_row_without_vector, _dead_document_row, _document_row, _with_vector,
+                             staged_schema)
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
+from schemas.records import DeadLetter
 from transforms.annotate import AnnotateChunks
-from transforms.embed import NEW_VECTORS, EmbedTexts
+from transforms.embed import NEW_VECTORS, EmbedRows
 from transforms.merge import DedupContents
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import WriteStagedTable
@@ -35,8 +37,7 @@ from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.indexing.annotate import annotate_or_fall_back
 from vdgr_core.indexing.document import load_document
-from vdgr_core.indexing.rows import annotated_row, content_embedding_text, dead_letter_row, directory_row
-from schemas.records import DeadLetter
+from vdgr_core.indexing.rows import content_embedding_text, dead_letter_row, directory_row
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
 _log = logging.getLogger("vdgr.update")
@@ -102,11 +103,7 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
     finally:
         if client is not None:
             client.close()
-    content_rows = []
-    for a in kept.values():
-        row = annotated_row(a, ())
-        del row["vector"]
-        content_rows.append(row)
+    content_rows = [_content_row_without_vector(a) for a in kept.values()]
     return ArrivingRows(
         documents=pa.Table.from_pylist([_document_row(d) for d in docs] + [
             _dead_document_row(x, tasks_by_path) for x in dead], schema=T.documents_schema()),
@@ -144,17 +141,15 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
                  | "Annotate chunks" >> AnnotateChunks(config)
                  | "Dedup contents" >> DedupContents())
 
-    def content_key(a):
-        return embedding_key(model_id, content_embedding_text(a.chunk.path, a.chunk.text))
+    def content_item(a):
+        text = content_embedding_text(a.chunk.path, a.chunk.text)
+        return embedding_key(model_id, text), (text, T.CONTENTS, _content_row_without_vector(a))
 
+    # the build's embedding step: equal texts embedded once (cached), rows made where vectors are
     embedded = (annotated
-                | "Content texts" >> beam.Map(
-                    lambda a: (content_key(a), content_embedding_text(a.chunk.path, a.chunk.text)))
-                | "Embed" >> EmbedTexts(config))
-    content_rows = ({"item": annotated | "Key content" >> beam.Map(lambda a: (content_key(a), a)),
-                     "vector": embedded.vectors}
-                    | "Join content vectors" >> beam.CoGroupByKey()
-                    | "Content row" >> beam.FlatMap(_join_vectors, make_row=annotated_row))
+                | "Content texts" >> beam.Map(content_item)
+                | "Embed" >> EmbedRows(config, {T.CONTENTS: _with_vector}))
+    content_rows = embedded[T.CONTENTS]
     document_rows = ((docs | "Document row" >> beam.Map(_document_row),
                       dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
                      | "All document rows" >> beam.Flatten())

@@ -166,56 +166,10 @@ class PrefetchEmbeddings(beam.PTransform):
         return pcoll | "Send texts ahead" >> beam.ParDo(_PrefetchDoFn(self._config, self._key_and_text))
 
 
-class _EmbedBatchDoFn(beam.DoFn):
-    def __init__(self, config: BuildConfig):
-        self._config = config
-        self._computed = Metrics.counter("vdgr", "embeddings_computed")
-        self._cached = Metrics.counter("vdgr", "embeddings_from_cache")
-
-    def setup(self):
-        self._cache = EmbeddingCache(self._config.index)
-
-    def _embedder(self):  # called on the first cache miss only
-        return process_embedder(self._config.embedding)
-
-    def process(self, batch):
-        batch = list(batch)
-        result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, batch)
-        n_new = sum(result.computed)
-        self._computed.inc(n_new)
-        self._cached.inc(len(batch) - n_new)
-        for key, vec, computed in zip(result.keys, result.vectors, result.computed):
-            yield (key, vec)
-            if computed:
-                yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": vec})
-
-
 def length_bucket(text: str) -> int:
     """Batches hold texts of similar length, so a batch pads little (the model's cost is
     batch size x longest text; texts beyond ~2,000 characters are truncated by the model)."""
     return min(len(text) // 160, 12)
-
-
-class EmbedTexts(beam.PTransform):
-    """(key, text) -> (key, vector); newly computed vectors also on the ``new_vectors`` tag.
-
-    Keys are ``embedding_key(model_id, text)``; equal texts are embedded once, in batches of
-    texts of similar length.
-    """
-
-    def __init__(self, config: BuildConfig):
-        super().__init__()
-        self._config = config
-
-    def expand(self, items):
-        size = self._config.embedding.batch_size
-        return (items
-                | "Distinct texts" >> beam.Distinct()
-                | "Length bucket" >> beam.Map(lambda kv: (length_bucket(kv[1]), kv))
-                | "Batch similar lengths" >> beam.GroupIntoBatches(size)
-                | "Drop bucket" >> beam.Values()
-                | "Embed batch" >> beam.ParDo(_EmbedBatchDoFn(self._config))
-                .with_outputs(NEW_VECTORS, main="vectors"))
 
 
 class _EmbedRowsDoFn(beam.DoFn):
@@ -268,8 +222,7 @@ def _group_items(kv):
 class EmbedRows(beam.PTransform):
     """(key, (text, tag, item)) -> rows ``make_rows[tag](item, vector)`` on output ``tag``.
 
-    The embedding and the join of :class:`EmbedTexts` followed by a ``CoGroupByKey`` of the
-    items with the vectors, in one step: the items are grouped by key (``embedding_key`` of
+    Embedding and joining the vectors back to the items in one step: the items are grouped by key (``embedding_key`` of
     the text, so equal texts are embedded once), the groups batched by text length, each batch
     embedded (cached) and every item turned into its row there, so vectors never go through a
     shuffle. Newly computed vectors are also on the ``new_vectors`` output.

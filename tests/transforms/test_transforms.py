@@ -10,7 +10,7 @@ from schemas.config import BuildConfig, EmbeddingConfig
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask
 from schemas.tables import CONTAINS, COOCCURS, HAS_ENTITY
 from transforms.directories import ContainmentEdges, SummarizeDirectories
-from transforms.embed import NEW_VECTORS, EmbedRows, EmbedTexts
+from transforms.embed import NEW_VECTORS, EmbedRows
 from transforms.merge import CooccurrenceEdges, DedupContents, DedupDirectories, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import PublishStagedFiles, StageLines, StageParquet, WriteStagedTable
@@ -112,15 +112,6 @@ def test_summaries_are_bottom_up_and_containment_edges(tmp_path):
         edges = (nodes, contents) | ContainmentEdges()
         assert_that(edges | beam.Map(lambda e: (e["kind"], e["src"], e["dst"])),
                     equal_to([(CONTAINS, "root", "sec"), (CONTAINS, "sec", chunk.chunk_id)]), label="edges")
-
-
-def test_embed_texts_embeds_each_distinct_text_once(tmp_path):
-    items = [("k1", "alpha beta"), ("k1", "alpha beta"), ("k2", "gamma")]
-    with _pipeline() as p:
-        out = p | beam.Create(items) | EmbedTexts(_cfg(tmp_path))
-        assert_that(out.vectors | beam.Map(lambda kv: (kv[0], len(kv[1]))),
-                    equal_to([("k1", 384), ("k2", 384)]), label="vectors")
-        assert_that(out[NEW_VECTORS] | beam.Map(lambda r: r["key"]), equal_to(["k1", "k2"]), label="new")
 
 
 def _row_a(item, vector):
