@@ -51,6 +51,8 @@ def provided_embedder(config, embedder):
                 _MODELS.pop(key, None)
             else:
                 _MODELS[key] = previous
+            for name in [n for n, p in _PREFETCHERS.items() if p._embedder is embedder]:
+                del _PREFETCHERS[name]          # its vectors belong to this block's builds only
 
 
 class EmbeddingPrefetcher:

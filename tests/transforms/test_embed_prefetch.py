@@ -1,0 +1,78 @@
+"""Texts sent ahead to an asynchronous embedder: same vectors, cached texts not sent, same index."""
+from concurrent.futures import Future
+
+import numpy as np
+
+from schemas.config import EmbeddingConfig
+from transforms.embed import EmbeddingPrefetcher
+from vdgr_core.embedding import make_embedder
+
+HASHING = EmbeddingConfig(kind="hashing", dim=32)
+
+
+class _AsyncHashing:
+    """submit() like EmbedderProcess, answered at once; records what it was sent."""
+
+    def __init__(self):
+        self.inner = make_embedder(HASHING)
+        self.sent: list[list[str]] = []
+
+    def submit(self, texts):
+        self.sent.append(list(texts))
+        fut: Future = Future()
+        fut.set_result(self.inner.embed(texts))
+        return fut
+
+
+class _Cache:
+    def __init__(self, keys):
+        self.keys = set(keys)
+
+    def lookup(self, keys):
+        return {k: np.zeros(32, np.float32) for k in keys if k in self.keys}
+
+
+def test_prefetched_vectors_are_the_embedders_and_cached_texts_are_not_sent():
+    emb = _AsyncHashing()
+    pre = EmbeddingPrefetcher(emb, _Cache({"cached"}), batch_size=2, window=3)
+    texts = {"a": "alpha beta", "b": "gamma", "c": "delta epsilon zeta", "cached": "old text"}
+    for key, text in texts.items():
+        pre.offer(key, text)
+    pre.offer("a", "alpha beta")                   # offered twice, sent once
+    pre.flush()
+    assert sorted(t for batch in emb.sent for t in batch) == sorted(["alpha beta", "gamma", "delta epsilon zeta"])
+    assert all(len(batch) <= 2 for batch in emb.sent)
+    for key in ("a", "b", "c"):
+        np.testing.assert_array_equal(pre.take(key), emb.inner.embed([texts[key]])[0])
+    assert pre.take("a") is None                    # taken once
+    assert pre.take("cached") is None
+
+
+def test_a_build_with_texts_sent_ahead_equals_one_without(tmp_path, monkeypatch):
+    from pipelines.run_build import run_build
+    from schemas import tables as T
+    from schemas.config import BuildConfig
+    from tests.support.corpus import write_corpus
+    from transforms.embed import provided_embedder
+    from vdgr_core.embedding_process import EmbedderProcess
+    from vdgr_core.store.reader import IndexReader
+    from vdgr_core.store.writer import table_digest
+
+    corpus = write_corpus(str(tmp_path / "corpus"))
+    cfg = BuildConfig(corpus=corpus, index=str(tmp_path / "plain"), embedding=HASHING)
+    run_build(cfg)
+    ahead = cfg.model_copy(update={"index": str(tmp_path / "ahead")})
+    taken = []
+    real_take = EmbeddingPrefetcher.take
+
+    def counting_take(self, key):
+        vec = real_take(self, key)
+        taken.append(vec is not None)
+        return vec
+
+    monkeypatch.setattr(EmbeddingPrefetcher, "take", counting_take)
+    with EmbedderProcess(HASHING) as child, provided_embedder(HASHING, child):
+        report = run_build(ahead)
+    assert report.embeddings_computed > 0 and sum(taken) == report.embeddings_computed   # all sent ahead
+    a, b = IndexReader(cfg.index), IndexReader(ahead.index)
+    assert {n: table_digest(n, a.arrow(n)) for n in T.TABLES} == {n: table_digest(n, b.arrow(n)) for n in T.TABLES}
