@@ -16,7 +16,6 @@ Steps (each row kind recomputed as the full build computes it, see vdgr_core/ind
 from __future__ import annotations
 
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,10 +29,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.build import staged_schema
 from pipelines.commit import KeepFromIndex, domain_infos
 from pipelines.delta_build import ArrivingRows, process_in_driver
-from pipelines.options import pipeline_options, runs_in_this_process
-from pipelines.run_build import (BuildReport, _counter, _skipped_letter,
-                                 config_summary, model_identity, warm_embedder_in_background)
-from pipelines.staging import Staging
+from pipelines.run_build import (BuildReport, _counter, _skipped_letter, config_summary, model_identity,
+                                 staged_pipeline_run)
 from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -41,7 +38,6 @@ from schemas.errors import IndexError_
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
-from vdgr_core.ids import stable_id
 from vdgr_core.indexing import domain_delta as delta
 from vdgr_core.indexing.document import process_document, read_bytes_limited
 from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embed_with_cache
@@ -126,23 +122,14 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
 def _run_pipeline(config: BuildConfig, sub: CorpusScan, dead_from_scan, beam_args: Sequence[str],
                   model_id: str, dim: int) -> ArrivingRows:
     """The arriving documents through ``changed_documents_pipeline`` (staged, read back)."""
-    import apache_beam as beam
-
     from pipelines.delta_build import changed_documents_pipeline, read_staged
 
-    staging = Staging.new(config.index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
-    try:
-        options = pipeline_options(beam_args)
-        if sub.tasks and runs_in_this_process(options):
-            warm_embedder_in_background(config)
-        p = beam.Pipeline(options=options)
+    def add_steps(p, staging):
         changed_documents_pipeline(p, config, sub, model_id=model_id, dim=dim, staging=staging,
                                    dead_from_scan=dead_from_scan)
-        result = p.run()
-        result.wait_until_finish()
+
+    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=bool(sub.tasks)) as (staging, result):
         return read_staged(staging, dim, lambda name: _counter(result, name))
-    finally:
-        staging.remove()
 
 
 class _DomainMerge:

@@ -1,11 +1,12 @@
 """Run a full build end to end: scan, Beam pipeline, commit. Returns counts to assert on."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
@@ -93,6 +94,30 @@ def warm_embedder_in_background(config: BuildConfig) -> None:
                      daemon=True).start()
 
 
+@contextlib.contextmanager
+def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
+                        add_steps: Callable[[beam.Pipeline, Staging], None], *,
+                        warm_embedder: bool) -> Iterator[tuple[Staging, object]]:
+    """Run the pipeline ``add_steps(p, staging)`` builds, writing under a fresh staging area.
+
+    Yields (staging, pipeline result) for the driver to read back; the staging area is removed
+    afterwards, whatever happens. ``warm_embedder``: load the model on a thread while the
+    in-process runner parses (a no-op when a provided embedder is already there).
+    """
+    staging = Staging.new(config.index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
+    try:
+        options = pipeline_options(beam_args)
+        if warm_embedder and runs_in_this_process(options):
+            warm_embedder_in_background(config)
+        p = beam.Pipeline(options=options)
+        add_steps(p, staging)
+        result = p.run()
+        result.wait_until_finish()
+        yield staging, result
+    finally:
+        staging.remove()
+
+
 def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
                   beam_args: Sequence[str], say: Callable[[str], None], *,
                   keep: Optional[KeepFromIndex] = None, t0: Optional[float] = None) -> BuildReport:
@@ -105,27 +130,18 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
-    run_name = stable_id("run", str(os.getpid()), str(time.time_ns()))[:12]
-    staging = Staging.new(config.index, run_name)
-    try:
-        say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
-        t1 = time.perf_counter()
-        options = pipeline_options(beam_args)
-        if keep is None and runs_in_this_process(options):
-            warm_embedder_in_background(config)
-        p = beam.Pipeline(options=options)
-        build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging,
-                       dead_from_scan=skipped)
-        result = p.run()
-        result.wait_until_finish()
+    say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
+    t1 = time.perf_counter()
+    def add_steps(p, staging):
+        build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped)
+
+    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=keep is None) as (staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
         say("committing tables and manifest")
         t2 = time.perf_counter()
         manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
                                         config=config_summary(config), keep=keep)
         stage["commit_s"] = time.perf_counter() - t2
-    finally:
-        staging.remove()
     return BuildReport(
         manifest=manifest,
         rows={n: w.rows for n, w in writes.items()},

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from vdgr_core.store.location import beam_path
 from vdgr_core.store.tantivy_shard import ShardInfo
 
 
@@ -33,9 +34,7 @@ class Staging:
 
     @classmethod
     def new(cls, index_dir: str, run_name: str) -> "Staging":
-        if index_dir.startswith("file://"):      # Beam's local filesystem takes plain paths
-            index_dir = index_dir[len("file://"):]
-        root = FileSystems.join(index_dir, "_staging", run_name)
+        root = FileSystems.join(beam_path(index_dir), "_staging", run_name)
         if FileSystems.exists(root):
             FileSystems.delete([root])
         if _is_local(root):

@@ -9,6 +9,7 @@ from schemas.errors import ConfigError
 from schemas.records import DocMeta, DocumentTask
 from vdgr_core.metadata import load_meta_yaml, merge_meta
 from vdgr_core.parsing import SUPPORTED_EXTENSIONS
+from vdgr_core.store.location import beam_path
 
 META_FILE = "_meta.yaml"
 
@@ -86,7 +87,7 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
         names the file).
     """
     fs, base, folders = _list_tree(root)
-    corpus_root = root[len("file://"):] if str(root).startswith("file://") else root
+    corpus_root = beam_path(root)                   # workers read documents through Beam
     exts = {e.lower() for e in supported}
     own: dict[tuple[str, ...], DocMeta] = {}        # folder parts -> its own _meta.yaml
     resolved: dict[tuple[str, ...], DocMeta] = {}   # folder parts -> meta resolved down to it

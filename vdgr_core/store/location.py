@@ -25,13 +25,11 @@ def is_remote(uri: str) -> bool:
     return "://" in str(uri)
 
 
-def local_path(uri: str) -> str:
-    """A local folder for ``uri``: itself, or the path of a ``file://`` URI; other schemes raise."""
-    if not is_remote(uri):
-        return str(uri)
-    if str(uri).startswith("file://"):
-        return str(uri)[len("file://"):]
-    raise ValueError(f"{uri!r} is not on the local filesystem")
+def beam_path(uri: str) -> str:
+    """``uri`` as Beam's FileSystems takes it: a ``file://`` URI becomes its plain path (Beam has
+    no ``file`` scheme); local paths and other schemes are unchanged."""
+    uri = str(uri)
+    return uri[len("file://"):] if uri.startswith("file://") else uri
 
 
 class IndexLocation:
@@ -138,4 +136,4 @@ def shard_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "vdgr", "shards")
 
 
-__all__ = ["IndexLocation", "is_remote", "local_path", "shard_cache_dir"]
+__all__ = ["IndexLocation", "beam_path", "is_remote", "shard_cache_dir"]
