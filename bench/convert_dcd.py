@@ -6,8 +6,11 @@ Questions are generated deterministically from the documents (no randomness): fa
 (``**Label:** value`` lines and table cells, see :mod:`bench.dcd_facts`) whose value is
 specific to the complex are preferred, two per collection, rotating through the candidate
 list by domain index so the 15 complexes get different questions. Each question carries
-the DCD prefix "RC <complex>, section <collection>: ...". Gold: domain, collection, every
-document of the collection stating the fact (``sources``) and the ``value``.
+the DCD prefix "RC <complex>, section <collection>: ..." (``questions_dcd.jsonl``); the same
+facts are also asked the way people ask, naming the complex in one of a few phrasings and no
+collection (``questions_natural.jsonl``, e.g. "At Central Park, what is the mortgage rate?").
+Gold: domain, collection, every document of the collection stating the fact (``sources``) and
+the ``value``.
 
 Run: ``python -m bench.convert_dcd --out bench/work/dcd [--per-collection 2]``.
 """
@@ -84,6 +87,36 @@ def collection_facts(coll: Path, rel_prefix: str) -> dict[tuple, dict]:
     return out
 
 
+_NATURAL = (
+    "At {name}, {q}",
+    "In the {name} residential complex, {q}",
+    "{Q} (I live in {name}.)",
+    "For {name}: {q}",
+)
+
+
+def natural_question(name: str, question: str, n: int) -> str:
+    """``question`` naming complex ``name`` in the ``n``-th phrasing (rotating, no collection).
+
+    Examples
+    --------
+    >>> natural_question("Central Park", "What is the mortgage rate?", 0)
+    'At Central Park, what is the mortgage rate?'
+    """
+    q = question[0].lower() + question[1:]
+    return _NATURAL[n % len(_NATURAL)].format(name=name, q=q, Q=question)
+
+
+def natural_questions(rows: list[dict]) -> list[dict]:
+    """The questions of :func:`make_questions` phrased naturally (ids ``dcdn-...``)."""
+    out = []
+    for n, r in enumerate(rows):
+        prefix, plain = r["question"].split(": ", 1)
+        name = prefix[len("RC "):].split(", section ")[0]
+        out.append({**r, "id": "dcdn-" + r["id"][len("dcd-"):], "question": natural_question(name, plain, n)})
+    return out
+
+
 def make_questions(src: Path, per_collection: int = 2) -> list[dict]:
     """Deterministic questions over the whole corpus (15 x 5 x ``per_collection``)."""
     domains = _domains(src)
@@ -126,6 +159,7 @@ def convert(out: Path, per_collection: int = 2) -> dict:
     n_docs = copy_corpus(src, corpus)
     rows = make_questions(src, per_collection)
     write_jsonl(Path(out) / "questions_dcd.jsonl", rows)
+    write_jsonl(Path(out) / "questions_natural.jsonl", natural_questions(rows))
     return {"documents": n_docs, "questions": len(rows),
             "value_unique_to_domain": sum(not r["gold"]["value_shared_by"] for r in rows)}
 

@@ -62,7 +62,7 @@ DATASETS: dict[str, Dataset] = {
          ("HippoRAG 2, full 1,000-question set (arXiv 2502.14802 Table 9)",
           {"src_recall@2": 0.561, "src_recall@5": 0.747}))),
     "dcd": Dataset(
-        "dcd", convert_dcd.convert, ("dcd",), (1, 3, 5, 10),
+        "dcd", convert_dcd.convert, ("dcd", "natural"), (1, 3, 5, 10),
         (("d_match", "D-match"), ("c_match", "C-match"), ("src_hit@1", "doc@1"), ("src_hit@5", "doc@5"),
          ("value_hit@1", "value@1"), ("value_hit@5", "value@5"), ("answer_has_value", "answer has value"),
          ("wrong_product", "wrong complex"))),

@@ -101,11 +101,11 @@ class QueryConfig(_Frozen):
     routes: tuple[Literal["bm25", "dense", "hybrid", "toc", "graph"], ...] = ("hybrid", "toc", "graph")
     composition: Literal["parallel", "sequential"] = "parallel"
     rrf_k: int = Field(default=60, ge=1)
-    # route 1's BM25 + dense fusion: "convex" (equal-weight sum of min-max normalized scores)
-    # or "rrf" (ranks only)
-    hybrid_fusion: Literal["convex", "rrf"] = "convex"
-    # weighted RRF across routes: route 1 (lexical + dense, precise) counts fully; TOC and
-    # graph recall neighbours of the answer and add candidates without outvoting route 1
+    # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
+    # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)
+    hybrid_fusion: Literal["rrf", "convex", "zscore"] = "rrf"
+    # fusion of the routes' section lists, with a weight per route
+    route_fusion: Literal["rrf", "convex", "zscore"] = "rrf"
     route_weights: dict[str, float] = Field(
         default_factory=lambda: {"bm25": 1.0, "dense": 1.0, "hybrid": 1.0, "toc": 0.5, "graph": 0.5})
     toc_coarse_l: int = Field(default=50, ge=1)
@@ -118,6 +118,9 @@ class QueryConfig(_Frozen):
     backtrack_depth: int = Field(default=3, ge=0, le=10)
     reflection: bool = True
     reflection_rounds: int = Field(default=3, ge=0, le=10)
+    # offline bridge-entity follow-up (IRCoT-style): entities of the top evidence that the
+    # question does not name form one more search, merged below the first round's best
+    reflection_bridge: bool = False
     routing: bool = True
     routing_threshold: float = Field(default=0.5, ge=0, le=1)
     max_domains: int = Field(default=3, ge=1)

@@ -16,8 +16,8 @@ from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
 from vdgr_core.query.data import IndexData
-from vdgr_core.query.fusion import Fused
-from vdgr_core.query.reflection import evidence_text, judge_offline
+from vdgr_core.query.fusion import SectionHit
+from vdgr_core.query.reflection import evidence_text, judge_offline, row_text
 from vdgr_core.query.textutil import overlap
 from vdgr_core.query.trace import TraceRecorder
 
@@ -37,28 +37,28 @@ def _level_candidates(data: IndexData, node: int, depth: int, child: int | None)
     return rows
 
 
-def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequence[Fused],
-              cmask: np.ndarray, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[int]:
-    """Return content rows to add (route ``backtrack``), best first."""
-    c = data.contents
+def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequence[SectionHit],
+              cmask: np.ndarray, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[SectionHit]:
+    """Return sections to add (route ``backtrack``), best first; each with its chosen chunk."""
+    c, sec = data.contents, data.sections
     if not evidence or config.backtrack_depth == 0:
         return []
-    j = judge_offline(question, evidence, c)
+    j = judge_offline(question, evidence, data)
     if j.sufficient:
         trace.step("backtrack", "evidence covers the question: no backtracking", coverage=j.coverage)
         return []
     node = data.directories.index.get(c.parent_id[evidence[0].row] or "")
     if node is None:
         return []
-    have = {f.row for f in evidence}
+    have = {f.section for f in evidence}
     sims = c.similarities(qvec)
     added: list[int] = []
     missing = list(j.missing)
     child = None
     for depth in range(1, config.backtrack_depth + 1):
         rows = [r for r in dict.fromkeys(_level_candidates(data, node, depth, child))
-                if cmask[r] and r not in have and r not in added]
-        rows.sort(key=lambda r: (-(overlap(missing, evidence_text(c, r)) if missing else 0.0),
+                if cmask[r] and int(sec.of_row[r]) not in have and r not in added]
+        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0),
                                  -float(sims[r]), int(c.id_rank[r])))
         rows = rows[:MAX_CANDIDATES]
         if rows:
@@ -66,17 +66,17 @@ def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequen
                 picked = _llm_pick(llm, question, evidence, rows, data)
                 if picked is None:
                     trace.step("backtrack", "LLM judge failed: offline choice used", depth=depth)
-                    picked = _offline_pick(rows, missing, c)
+                    picked = _offline_pick(rows, missing, data)
                 elif not picked:
                     trace.step("backtrack", "LLM judged no backtracking needed", depth=depth)
                     break
             else:
-                picked = _offline_pick(rows, missing, c)
+                picked = _offline_pick(rows, missing, data)
             added.extend(picked)
             trace.step("backtrack", f"depth {depth}: {len(rows)} candidates, {len(picked)} added",
                        depth=depth, node=" > ".join(data.directories.full_path[node]))
-            j2 = judge_offline(question, [*evidence, *[Fused(r, 0.0, ()) for r in added]], c)
-            missing = list(j2.missing)
+            more = [SectionHit(int(sec.of_row[r]), 0.0, (r,), ()) for r in added]
+            missing = list(judge_offline(question, [*evidence, *more], data).missing)
             if not missing:
                 break
         parent = data.parent_dir(node)
@@ -85,21 +85,24 @@ def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequen
         child, node = node, parent
     trace.step("backtrack", f"evidence weak (coverage {j.coverage}): {len(added)} contents added",
                coverage=j.coverage, added=len(added))
-    return added
+    out: dict[int, SectionHit] = {}
+    for r in added:
+        s = int(sec.of_row[r])
+        out.setdefault(s, SectionHit(s, 0.0, (r,), ("backtrack",)))
+    return list(out.values())
 
 
-def _offline_pick(rows: list[int], missing: list[str], c) -> list[int]:
-    hit = [r for r in rows if missing and overlap(missing, evidence_text(c, r)) > 0]
+def _offline_pick(rows: list[int], missing: list[str], data) -> list[int]:
+    hit = [r for r in rows if missing and overlap(missing, row_text(data, r)) > 0]
     return (hit or rows[:1])[:PER_LEVEL]
 
 
 def _llm_pick(llm, question, evidence, rows, data):
     from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
 
-    c = data.contents
     labels = [f"S{i + 1}" for i in range(len(rows))]
-    best = wrap_untrusted(evidence_text(c, evidence[0].row)[:1200], "EVIDENCE")
-    listing = "\n".join(f"{lab}: {wrap_untrusted(evidence_text(c, r)[:600], 'CANDIDATE')}"
+    best = wrap_untrusted(evidence_text(data, evidence[0])[:1200], "EVIDENCE")
+    listing = "\n".join(f"{lab}: {wrap_untrusted(row_text(data, r)[:600], 'CANDIDATE')}"
                         for lab, r in zip(labels, rows))
     model = selection_model("BacktrackChoice", "labels", labels, extra={"backtrack": (bool, ...)})
     system = ("Decide whether neighbouring sections are needed to answer the question beyond the "

@@ -220,8 +220,41 @@ class Edges:
 
 
 @dataclass
+class Sections:
+    """The evidence unit: the chunks of one section (one directory node) of one source file.
+
+    A section is keyed on (source, parent directory id): directory nodes are merged on their
+    title path, so two files with the same title share a node but stay two sections.
+    ``of_row[r]`` is the section of content row ``r``; ``rows[s]`` its content rows in reading
+    order; ``doc[s]`` the document (source file) code; ``id_rank[s]`` a stable tie-break.
+    """
+
+    of_row: np.ndarray
+    rows: list[np.ndarray]
+    doc: np.ndarray
+    id_rank: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _sections(c: Contents) -> Sections:
+    n = len(c)
+    if n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return Sections(z, [], z, z)
+    keys = np.array([f"{s}\0{p or i}" for s, p, i in zip(c.source, c.parent_id, c.ids)], dtype=object)
+    uniq, of_row = np.unique(keys.astype(str), return_inverse=True)
+    order = np.lexsort((c.position, of_row))
+    bounds = np.flatnonzero(np.diff(of_row[order])) + 1
+    rows = np.split(order, bounds)
+    _, doc = np.unique(np.array([u.split("\0", 1)[0] for u in uniq], dtype=str), return_inverse=True)
+    return Sections(of_row.astype(np.int64), rows, doc.astype(np.int64), np.arange(len(uniq), dtype=np.int64))
+
+
+@dataclass
 class IndexData:
-    """All columns the query side needs, plus the directory tree."""
+    """All columns the query side needs, plus the directory tree and the sections."""
 
     contents: Contents
     directories: Directories
@@ -229,8 +262,10 @@ class IndexData:
     edges: Edges
     dir_children: dict[int, list[int]] = field(init=False)
     dir_contents: dict[int, list[int]] = field(init=False)
+    sections: Sections = field(init=False)
 
     def __post_init__(self):
+        self.sections = _sections(self.contents)
         d = self.directories
         self.dir_children = {}
         for i, pid in enumerate(d.parent_id):
@@ -244,6 +279,14 @@ class IndexData:
                 self.dir_contents.setdefault(p, []).append(i)
         for lst in (*self.dir_children.values(), *self.dir_contents.values()):
             lst.sort()
+        pid = self.contents.parent_id
+        self._section_node = np.array([d.index.get(pid[int(rows[0])] or "", -1) for rows in self.sections.rows],
+                                      dtype=np.int64)
+
+    def section_node(self, section: int) -> Optional[int]:
+        """The directory row of a section's node (None when its chunks have no parent node)."""
+        i = int(self._section_node[section])
+        return None if i < 0 else i
 
     def descendant_contents(self, dir_idx: int, max_nodes: int = 100_000) -> list[int]:
         """Content rows anywhere under directory ``dir_idx`` (top-down, document order)."""

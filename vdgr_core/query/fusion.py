@@ -1,179 +1,190 @@
-"""Fusion of ranked lists, keeping which route found each item.
+"""Ranked lists of sections and their fusion.
 
-- :func:`convex` fuses route 1's BM25 and dense lists by a convex combination of their
-  min-max normalized scores. RRF only sees ranks, so a BM25 list with one clear winner and a
-  dense list of near-equal cosines count alike; the score-aware combination keeps how decisive
-  each list is (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval",
-  ACM TOIS 2023, found it more effective than RRF). Equal weights: no learned alpha.
-- :func:`anchored_rrf` adds the TOC and graph routes to route 1. Both are built from the same
-  query vector as route 1's dense half (the TOC route ranks contents by cosine under chosen
-  directories, the graph route seeds PPR with the dense top contents), so their agreement with
-  route 1 is not independent evidence, and with plain RRF it reordered route 1's top (R@1 on
-  E-Manual S10 fell from 76 to 62). Secondary routes therefore only score rows route 1 did not
-  return; those new rows take their weighted RRF place among route 1's rows.
+Every route searches chunks (small units match precisely) and reports **sections** (the
+parent-document pattern: match small chunks, return their parent). A section's score in a
+route is the score of its best chunk: no bonus for several matching chunks, which let one long
+section fill the top of a list. Fusion combines section lists of several routes:
+
+- ``"rrf"``: reciprocal rank fusion, ``sum_l w_l / (rrf_k + rank_l)``; ranks only, so it is
+  blind to score shapes, but it also ignores how decisive a list is.
+- ``"convex"``: ``sum_l w_l * minmax_l(score)`` (Bruch, Gai & Ingber, TOIS 2023); the top of
+  every list maps to 1 however weak the list is.
+- ``"zscore"``: ``sum_l w_l * z_l(score)`` with ``z_l`` the list's scores standardized by its
+  own mean and deviation over the candidates and mapped to [0, 1] on mean +- 3 deviations
+  (distribution-based score fusion): a list whose best candidates stand out from its own
+  background counts more than one whose candidates all score alike, whatever the scale.
+
+A section that a list did not return contributes nothing from it. Ties break on the
+section's stable rank.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Literal, Mapping, Optional, Sequence
+
+import numpy as np
+
+FusionMethod = Literal["rrf", "convex", "zscore"]
 
 
 @dataclass
 class Ranked:
-    """A ranked list of content rows from one route: ``hits`` are (row, score), best first."""
+    """One search's content rows: ``hits`` are (row, score), best first."""
 
     route: str
     hits: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class Fused:
-    row: int
+class SectionHit:
+    """A section found by one or more routes.
+
+    ``rows`` are the matched content rows of the section, best first (the passage shown to
+    the reader is built from them); ``routes`` every route that found the section.
+    """
+
+    section: int
     score: float
+    rows: tuple[int, ...]
     routes: tuple[str, ...]
 
+    @property
+    def row(self) -> int:
+        """The best matched content row."""
+        return self.rows[0]
 
-def rrf(lists: Sequence[Ranked], rrf_k: int, id_rank=None, limit: int | None = None,
-        weights: Mapping[str, float] | None = None) -> list[Fused]:
-    """Fuse ranked lists: score(row) = sum over lists of 1 / (rrf_k + rank), rank from 1.
+
+@dataclass
+class SectionList:
+    """One route's sections, best first."""
+
+    route: str
+    hits: list[SectionHit] = field(default_factory=list)
+
+
+def by_section(ranked: Ranked, section_of: np.ndarray, limit: Optional[int] = None) -> SectionList:
+    """Group a chunk list into sections scored by their best chunk (order of first match)."""
+    out: dict[int, list] = {}
+    for row, score in ranked.hits:
+        s = int(section_of[row])
+        got = out.get(s)
+        if got is None:
+            out[s] = [score, [row]]
+        elif row not in got[1]:
+            got[1].append(row)
+    hits = [SectionHit(s, float(v[0]), tuple(v[1]), (ranked.route,)) for s, v in out.items()]
+    return SectionList(ranked.route, hits[:limit] if limit is not None else hits)
+
+
+def _normalized(scores: np.ndarray, method: FusionMethod, rrf_k: int) -> np.ndarray:
+    if method == "rrf":
+        return 1.0 / (rrf_k + np.arange(1, len(scores) + 1, dtype=np.float64))
+    if method == "convex":
+        lo, hi = float(scores.min()), float(scores.max())
+        return (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
+    mu, sd = float(scores.mean()), float(scores.std())
+    if sd <= 1e-12:
+        return np.full_like(scores, 0.5)
+    return np.clip((scores - (mu - 3.0 * sd)) / (6.0 * sd), 0.0, 1.0)
+
+
+def fuse(lists: Sequence[SectionList], section_rank: np.ndarray, method: FusionMethod = "rrf",
+         rrf_k: int = 60, weights: Optional[Mapping[str, float]] = None,
+         route: Optional[str] = None) -> list[SectionHit]:
+    """Fuse section lists into one, best first.
 
     Parameters
     ----------
-    lists : sequence of Ranked
+    lists : sequence of SectionList
+        Each best first; a section appears at most once per list.
+    section_rank : ndarray
+        Stable tie-break rank of every section.
+    method : {"rrf", "convex", "zscore"}
+        See the module docstring.
     rrf_k : int
-        The RRF constant (60 in the original paper).
-    id_rank : array, optional
-        Tie-break rank per row (by id); row number when None.
-    limit : int, optional
-        Keep at most this many results.
+        The RRF constant (60 in Cormack et al.).
     weights : mapping of route name to weight, optional
-        Weighted RRF: a list's contributions are multiplied by the weight of its route
-        (1.0 when absent), so a less reliable route can add candidates without outvoting
-        a reliable one.
+        A list's contributions are multiplied by its route's weight (1.0 when absent).
+    route : str, optional
+        When given, the fused hits report this route name instead of the lists' names
+        (route 1 reports ``hybrid`` for its BM25 and dense halves).
 
     Returns
     -------
-    list of Fused
-        Deduplicated on row, best first; ``routes`` lists every route that found the row, in
-        the order the lists were given.
+    list of SectionHit
+        Matched rows united in the order the lists give them (best list first).
     """
-    scores: dict[int, float] = {}
+    score: dict[int, float] = {}
+    best_pos: dict[int, tuple[int, int]] = {}
+    rows: dict[int, list[int]] = {}
     routes: dict[int, list[str]] = {}
-    for lst in lists:
-        seen: set[int] = set()
-        w = 1.0 if weights is None else float(weights.get(lst.route, 1.0))
-        for rank, (row, _score) in enumerate(lst.hits, 1):
-            if row in seen:
-                continue
-            seen.add(row)
-            scores[row] = scores.get(row, 0.0) + w / (rrf_k + rank)
-            _note_route(routes, row, lst.route)
-    return _ordered(scores, routes, id_rank, limit)
-
-
-def _note_route(routes: dict[int, list[str]], row: int, route: str) -> None:
-    """Record that ``route`` (possibly "a+b") found ``row``, keeping first-seen order."""
-    found = routes.setdefault(row, [])
-    for name in route.split("+"):
-        if name not in found:
-            found.append(name)
-
-
-def _ordered(scores: dict[int, float], routes: dict[int, list[str]], id_rank, limit) -> list[Fused]:
-    """Rows best first, ties broken by id rank (row number when None), cut to ``limit``."""
-    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
-    order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
-    if limit is not None:
-        order = order[:limit]
-    return [Fused(r, scores[r], tuple(routes[r])) for r in order]
-
-
-def convex(lists: Sequence[Ranked], id_rank=None, limit: int | None = None,
-           weights: Mapping[str, float] | None = None) -> list[Fused]:
-    """Convex combination of min-max normalized scores.
-
-    Each list's scores are mapped to [0, 1] by its own minimum and maximum (a list whose
-    scores are all equal maps to 1); a row a list did not return counts 0 there (its score
-    would be at most that list's minimum). ``score(row) = sum_l w_l * norm_l(row)`` with the
-    weights of the lists' routes normalized to sum 1 (equal by default). A row repeated in one
-    list counts once, with its best score.
-    """
-    raw = {lst.route: 1.0 if weights is None else float(weights.get(lst.route, 1.0)) for lst in lists}
-    total = sum(raw[lst.route] for lst in lists if lst.hits) or 1.0
-    scores: dict[int, float] = {}
-    routes: dict[int, list[str]] = {}
-    for lst in lists:
+    for li, lst in enumerate(lists):
         if not lst.hits:
             continue
-        vals = [s for _, s in lst.hits]
-        lo, hi = min(vals), max(vals)
-        w = raw[lst.route] / total
-        seen: set[int] = set()
-        for row, score in lst.hits:
-            if row in seen:
-                continue
-            seen.add(row)
-            norm = (score - lo) / (hi - lo) if hi > lo else 1.0
-            scores[row] = scores.get(row, 0.0) + w * norm
-            _note_route(routes, row, lst.route)
-    return _ordered(scores, routes, id_rank, limit)
+        w = 1.0 if weights is None else float(weights.get(lst.route, 1.0))
+        norm = _normalized(np.array([h.score for h in lst.hits], dtype=np.float64), method, rrf_k)
+        for rank, (h, v) in enumerate(zip(lst.hits, norm)):
+            s = h.section
+            score[s] = score.get(s, 0.0) + w * float(v)
+            pos = (rank, li)
+            if s not in best_pos or pos < best_pos[s]:
+                best_pos[s] = pos
+            got = rows.setdefault(s, [])
+            got.extend(r for r in h.rows if r not in got)
+            names = routes.setdefault(s, [])
+            for name in ([route] if route else h.routes):
+                if name not in names:
+                    names.append(name)
+    order = sorted(score, key=lambda s: (-score[s], int(section_rank[s])))
+    return [SectionHit(s, score[s], tuple(rows[s]), tuple(routes[s])) for s in order]
 
 
-def anchored_rrf(primary: Sequence[Ranked], secondary: Sequence[Ranked], rrf_k: int, id_rank=None,
-                 limit: int | None = None, weights: Mapping[str, float] | None = None) -> list[Fused]:
-    """Weighted RRF in which ``secondary`` lists only add rows ``primary`` did not return.
+def add_candidates(anchor: Sequence[SectionHit], extra: Sequence[SectionHit], start: int) -> list[SectionHit]:
+    """Insert ``extra`` sections that ``anchor`` lacks after the first ``start`` anchor hits.
 
-    A row of any primary list scores its (weighted) RRF over the primary lists only, so the
-    secondary routes never reorder the primary ranking; a row found only by secondary lists
-    scores its weighted RRF over them and is placed among the primary rows by that score.
-    ``routes`` still names every route that found a row. Without primary lists this is
-    :func:`rrf` over the secondary ones.
+    Used to merge a follow-up search (reflection, backtracking) so it cannot push the first
+    round's best evidence out: the anchor's first ``start`` sections keep their places, then
+    new sections and the remaining anchor sections alternate. Sections both lists hold keep
+    their anchor place and gain the extra routes and rows.
     """
-    if not any(lst.hits for lst in primary):
-        return rrf(list(secondary), rrf_k, id_rank, limit, weights)
-    base = {f.row: f for f in rrf(list(primary), rrf_k, id_rank, None, weights)}
-    extra = rrf(list(secondary), rrf_k, id_rank, None, weights)
-    out = dict(base)
-    for f in extra:
-        if f.row in base:
-            b = base[f.row]
-            out[f.row] = Fused(b.row, b.score, b.routes + tuple(x for x in f.routes if x not in b.routes))
-        else:
-            out[f.row] = f
-    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
-    order = sorted(out, key=lambda r: (-out[r].score, tie(r)))
-    if limit is not None:
-        order = order[:limit]
-    return [out[r] for r in order]
+    extra_by = {h.section: h for h in extra}
+    merged = []
+    for h in anchor:
+        e = extra_by.pop(h.section, None)
+        if e is not None:
+            h = SectionHit(h.section, h.score, h.rows + tuple(r for r in e.rows if r not in h.rows),
+                           h.routes + tuple(x for x in e.routes if x not in h.routes))
+        merged.append(h)
+    new = [h for h in extra if h.section in extra_by]
+    head, tail = merged[:start], merged[start:]
+    out = list(head)
+    for i in range(max(len(tail), len(new))):
+        if i < len(new):
+            out.append(new[i])
+        if i < len(tail):
+            out.append(tail[i])
+    return out
 
 
-def merge_fused(runs: Sequence[Sequence[Fused]], rrf_k: int, id_rank=None,
-                weights: Sequence[float] | None = None) -> list[Fused]:
-    """RRF over already-fused runs (e.g. before and after a refined query), uniting routes.
-
-    ``weights`` (one per run, default 1.0) lets a run count less: a refined query searches
-    for what the first evidence lacked, so it should add candidates, not overturn the
-    ranking of the question as asked.
-    """
-    scores: dict[int, float] = {}
-    routes: dict[int, list[str]] = {}
-    for n, run in enumerate(runs):
-        w = 1.0 if weights is None else float(weights[n])
-        for rank, f in enumerate(run, 1):
-            scores[f.row] = scores.get(f.row, 0.0) + w / (rrf_k + rank)
-            r = routes.setdefault(f.row, [])
-            r.extend(x for x in f.routes if x not in r)
-    tie = (lambda r: int(id_rank[r])) if id_rank is not None else (lambda r: r)
-    order = sorted(scores, key=lambda r: (-scores[r], tie(r)))
-    return [Fused(r, scores[r], tuple(routes[r])) for r in order]
-
-
-PREFER_FACTOR = 2.0
-
-
-def prefer_rows(fused: Sequence[Fused], preferred, factor: float = PREFER_FACTOR) -> list[Fused]:
-    """Multiply the score of rows where ``preferred[row]`` is True by ``factor`` and re-sort
-    (stable: equal scores keep their order). Used for a collection the question names."""
-    out = [Fused(f.row, f.score * factor, f.routes) if preferred[f.row] else f for f in fused]
-    order = sorted(range(len(out)), key=lambda i: (-out[i].score, i))
-    return [out[i] for i in order]
+def cap_per_document(hits: Sequence[SectionHit], doc_of: np.ndarray, k: int) -> list[SectionHit]:
+    """Reorder so that no document holds more than half of the first ``k`` sections while
+    sections of other documents are available; the sections held back follow, in order."""
+    cap = max(1, k // 2)
+    count: dict[int, int] = {}
+    top: list[SectionHit] = []
+    held: list[SectionHit] = []
+    for h in hits:
+        d = int(doc_of[h.section])
+        if len(top) < k and count.get(d, 0) >= cap:
+            held.append(h)
+            continue
+        count[d] = count.get(d, 0) + 1
+        top.append(h)
+    if len(top) >= k:
+        return top[:k] + held + top[k:]
+    # not enough other documents: fill the first k from the held-back sections, in order
+    need = k - len(top)
+    filled = top + held[:need]
+    order = {id(h): i for i, h in enumerate(hits)}
+    filled.sort(key=lambda h: order[id(h)])
+    return filled + held[need:]

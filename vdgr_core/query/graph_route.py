@@ -1,11 +1,22 @@
-"""Route 3: entity graph + Personalized PageRank.
+"""Route 3: the entity graph as a multi-hop step (Personalized PageRank, HippoRAG 2 style).
 
-Query entities (the indexing extractor, plus word n-grams of the question) are matched to entity
-nodes by normalized name, and the ``graph_m`` entities nearest to the query vector join them;
-the ``graph_n`` contents nearest to the query are content seeds. The subgraph is the seeds and
-their neighbours over ``has_entity`` / ``cooccurs`` edges, restricted to contents the user may
-see (and entities such contents mention) in the routed domains. PPR with personalization
-``beta * entity seeds + (1 - beta) * content seeds`` ranks its contents.
+The graph of a domain has passage (content) nodes and entity nodes; ``has_entity`` edges join a
+passage to the entities it mentions and ``cooccurs`` edges join entities that share sentences.
+A query seeds the walk in two ways (Gutiérrez et al., "From RAG to Memory", 2025):
+
+- **entity seeds**: entities whose normalized name occurs in the question (the indexing
+  extractor's terms and the question's word n-grams), each weighted by its specificity
+  ``1 / (number of passages mentioning it)``, so "journal" weighs little and
+  "journal of psychotherapy integration" a lot;
+- **passage seeds**: the ``graph_n`` passages nearest to the query vector, weighted by their
+  min-max normalized similarity.
+
+``graph_beta`` splits the restart mass between the two (entities ``beta``, passages
+``1 - beta``); without an entity seed all of it goes to the passages. The walk (damping
+:data:`DAMPING`) runs on the seeds' neighbourhood up to :data:`HOPS` hops (bounded by
+:data:`MAX_NODES`), restricted to passages the user may see and entities they mention, so a
+passage two hops away (seed passage -> shared entity -> passage) can rank: the bridge of a
+multi-hop question. Passages are ranked by their PageRank mass.
 """
 from __future__ import annotations
 
@@ -24,7 +35,9 @@ from vdgr_core.query.fusion import Ranked
 from vdgr_core.query.ppr import personalized_pagerank
 from vdgr_core.query.trace import TraceRecorder
 
-DAMPING = 0.85
+DAMPING = 0.5         # HippoRAG 2's restart probability of 0.5: stay close to the seeds
+HOPS = 3              # entity seed -> passage -> entity -> passage
+MAX_NODES = 50_000    # neighbourhood bound of one walk
 
 
 @dataclass
@@ -34,6 +47,7 @@ class DomainGraph:
     content_rows: np.ndarray     # global content row of local node i (i < nc)
     entity_rows: np.ndarray      # global entity row of local node nc + j
     adj: sp.csr_matrix           # symmetric weights
+    passages_of_entity: np.ndarray   # per local entity j: passages mentioning it
 
     @property
     def nc(self) -> int:
@@ -62,7 +76,9 @@ def build_domain_graph(data: IndexData, domain: str) -> DomainGraph:
     n = len(crow) + len(erow)
     adj = sp.csr_matrix((w, (src, dst)), shape=(n, n), dtype=np.float64)
     adj.sum_duplicates()
-    return DomainGraph(crow, erow, adj)
+    nc = len(crow)
+    passages = np.asarray((adj[nc:, :nc] > 0).sum(axis=1)).ravel() if n > nc else np.zeros(0)
+    return DomainGraph(crow, erow, adj, passages.astype(np.int64))
 
 
 def query_norms(question: str) -> list[str]:
@@ -81,6 +97,21 @@ def query_norms(question: str) -> list[str]:
 def _unit(w: np.ndarray) -> np.ndarray:
     s = w.sum()
     return w / s if s > 0 else w
+
+
+def _neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Nodes within :data:`HOPS` hops of ``seeds`` through ``allowed`` nodes (bounded)."""
+    reached = seeds & allowed
+    frontier = reached.copy()
+    for _ in range(HOPS):
+        if reached.sum() >= MAX_NODES or not frontier.any():
+            break
+        nxt = (np.asarray(adj[frontier].sum(axis=0)).ravel() > 0) & allowed & ~reached
+        if reached.sum() + nxt.sum() > MAX_NODES:
+            break
+        reached |= nxt
+        frontier = nxt
+    return np.flatnonzero(reached)
 
 
 class GraphRoute:
@@ -105,12 +136,10 @@ class GraphRoute:
         out = np.zeros(len(e), dtype=bool)
         for d in domains:
             g = self.graph(d)
-            if g.adj.shape[0] == 0:
+            if g.adj.shape[0] == 0 or g.nc == 0:
                 continue
-            vis = np.zeros(g.adj.shape[0])
-            vis[: g.nc] = cmask[g.content_rows]
-            reach = g.adj[:, : g.nc] @ vis[: g.nc] if g.nc else np.zeros(g.adj.shape[0])
-            out[g.entity_rows[np.asarray(reach[g.nc:]).ravel() > 0]] = True
+            reach = g.adj[g.nc:, : g.nc] @ cmask[g.content_rows].astype(np.float64)
+            out[g.entity_rows[np.asarray(reach).ravel() > 0]] = True
         return out
 
     def matched_entities(self, question: str, emask: np.ndarray, domains: Sequence[str]) -> list[int]:
@@ -139,37 +168,43 @@ class GraphRoute:
                         acc[er] = acc.get(er, 0.0) + float(w)
         return sorted(acc, key=lambda r: (-acc[r], int(e.id_rank[r])))[:n]
 
+    def entities_of(self, content_rows: Sequence[int], emask: np.ndarray) -> list[int]:
+        """Visible entity rows mentioned by ``content_rows``, most specific first.
+
+        Specificity is ``1 / (passages mentioning the entity)``: a name found in few passages
+        identifies a bridge better than a generic word found everywhere.
+        """
+        c, e = self._data.contents, self._data.entities
+        spec: dict[int, float] = {}
+        for r in content_rows:
+            g = self.graph(str(c.domain[r]))
+            i = int(np.searchsorted(g.content_rows, r))
+            if i >= g.nc or int(g.content_rows[i]) != int(r):
+                continue
+            row = g.adj.getrow(i)
+            for j in row.indices:
+                if j < g.nc:
+                    continue
+                er = int(g.entity_rows[j - g.nc])
+                if emask[er]:
+                    spec[er] = max(spec.get(er, 0.0), 1.0 / max(1, int(g.passages_of_entity[j - g.nc])))
+        return sorted(spec, key=lambda r: (-spec[r], int(e.id_rank[r])))
+
     def search(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
                k: int, trace: TraceRecorder) -> Ranked:
         """Run route 3 and return its ranked content rows (route name ``graph``)."""
         data, cfg = self._data, self._config
         c, e = data.contents, data.entities
-        sc = scope.with_domains(domains)
-        cmask = c.mask(sc)
+        cmask = c.mask(scope.with_domains(domains))
         emask = self.visible_entities(scope, domains)
         exact = self.matched_entities(question, emask, domains)
-        esims = e.vectors @ np.asarray(qvec, dtype=np.float32) if len(e) else np.zeros(0)
-        vec = top_k(esims, emask, cfg.graph_m, e.id_rank)
-        csims = c.similarities(qvec)
-        cseeds = top_k(csims, cmask, cfg.graph_n, c.id_rank)
-        # entity personalization: exact name matches and vector candidates, half each
-        ew_exact = np.zeros(len(e))
-        if exact:
-            ex = np.asarray(exact, dtype=np.int64)
-            ew_exact[ex] = 1.0 + e.importance[ex]
-        ew_vec = np.zeros(len(e))
-        if vec:
-            vr = np.fromiter((r for r, _ in vec), dtype=np.int64, count=len(vec))
-            vs = np.fromiter((s for _, s in vec), dtype=np.float64, count=len(vec))
-            ew_vec[vr] = np.maximum(vs, 0.0) ** 2 * (0.1 + e.importance[vr])
-        ew = 0.5 * _unit(ew_exact) + 0.5 * _unit(ew_vec) if exact else _unit(ew_vec)
+        cseeds = top_k(c.similarities(qvec), cmask, cfg.graph_n, c.id_rank)
         cw = np.zeros(len(c))
         if cseeds:
-            cr = np.fromiter((r for r, _ in cseeds), dtype=np.int64, count=len(cseeds))
-            cs = np.fromiter((s for _, s in cseeds), dtype=np.float64, count=len(cseeds))
-            cw[cr] = np.maximum(cs, 0.0) + 1e-6
-        beta = cfg.graph_beta if ew.sum() > 0 else 0.0
-        ew, cw = beta * _unit(ew), (1.0 - beta) * _unit(cw)
+            sims = np.array([s for _, s in cseeds])
+            lo, hi = float(sims.min()), float(sims.max())
+            for (r, s) in cseeds:
+                cw[r] = (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
         sizes = 0
@@ -178,17 +213,22 @@ class GraphRoute:
             n = g.adj.shape[0]
             if n == 0:
                 continue
-            p = np.concatenate([cw[g.content_rows], ew[g.entity_rows]])
-            mass = p.sum()
-            if mass <= 0:
+            ew = np.zeros(n - g.nc)
+            local = {int(r): j for j, r in enumerate(g.entity_rows)}
+            for r in exact:
+                j = local.get(int(r))
+                if j is not None and g.passages_of_entity[j] > 0:
+                    ew[j] = 1.0 / g.passages_of_entity[j]
+            pw = cw[g.content_rows]
+            beta = cfg.graph_beta if ew.sum() > 0 else 0.0
+            p = np.concatenate([(1.0 - beta) * _unit(pw), beta * _unit(ew)])
+            if p.sum() <= 0:
                 continue
             visible = np.concatenate([cmask[g.content_rows], emask[g.entity_rows]])
-            seeds = (p > 0) & visible
-            near = np.asarray(g.adj[seeds].sum(axis=0)).ravel() > 0
-            nodes = np.flatnonzero((seeds | near) & visible)
+            nodes = _neighbourhood(g.adj, (p > 0) & visible, visible)
             sizes += len(nodes)
             sub = g.adj[nodes][:, nodes]
-            r = personalized_pagerank(sub, p[nodes], damping=DAMPING) * mass
+            r = personalized_pagerank(sub, p[nodes], damping=DAMPING)
             is_content = nodes < g.nc
             got_rows.append(g.content_rows[nodes[is_content]])
             got_vals.append(r[is_content])
@@ -199,6 +239,6 @@ class GraphRoute:
             order = np.lexsort((c.id_rank[rows], -vals))[:k]
             hits = [(int(rows[i]), float(vals[i])) for i in order]
         trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
-                   f"{len(vec)} vector entities, {len(cseeds)} content seeds",
+                   f"{len(cseeds)} passage seeds",
                    matched=[e.name[r] for r in exact[:10]], contents=len(hits))
         return Ranked("graph", hits)

@@ -14,10 +14,11 @@ from vdgr_core.query.guardrails import screen_answer, screen_query
 from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.data import IndexData, QueryScope, load_index_data
-from vdgr_core.query.fusion import Fused, merge_fused, prefer_rows
+from vdgr_core.query.fusion import SectionHit, add_candidates, cap_per_document
 from vdgr_core.query.graph_route import GraphRoute
+from vdgr_core.query.passage import section_passage
 from vdgr_core.query.pipeline import Retriever
-from vdgr_core.query.reflection import judge, refine_offline
+from vdgr_core.query.reflection import BRIDGE_SECTIONS, best_sentence, bridge_query, judge, refine_offline
 from vdgr_core.query.rerank import make_reranker
 from vdgr_core.query.result import Evidence, QueryResult
 from vdgr_core.query.routing import Router
@@ -26,7 +27,6 @@ from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.reader import IndexReader
 
 EXPANSIONS = 3
-REFINED_WEIGHT = 0.5    # a refined query's run counts half of the run it refines
 
 
 @contextmanager
@@ -187,17 +187,16 @@ class KnowledgeBase:
                 v = pre.get(rq)
                 qvec = np.asarray(v if v is not None else self.embedder.embed([rq])[0], dtype=np.float32)
         with trace.stage("retrieve"):
-            fused = self.retriever.retrieve(rq, qvec, qscope, domains, trace)
-            if decision.preferred_collections:
-                fused = prefer_rows(fused, self.data.contents.in_values("collection", decision.preferred_collections))
+            hits = self.retriever.retrieve(rq, qvec, qscope, domains, trace)
         cmask = self.data.contents.mask(qscope)
         if cfg.backtrack:
             with trace.stage("backtrack"):
-                fused = self._with_backtrack(rq, qvec, fused, cmask, k, trace)
+                hits = self._with_backtrack(rq, qvec, hits, cmask, k, trace)
         if cfg.reflection and cfg.reflection_rounds > 0:
             with trace.stage("reflection"):
-                fused = self._reflect(rq, fused, qscope, domains, cmask, k, trace)
-        evidence = [self._evidence(f) for f in fused[:k]]
+                hits = self._reflect(rq, hits, qscope, domains, k, trace)
+        hits = cap_per_document(hits, self.data.sections.doc, k)
+        evidence = [self._evidence(h) for h in hits[:k]]
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)
             if cfg.guardrails.screen_answers:
@@ -205,25 +204,18 @@ class KnowledgeBase:
         return QueryResult(id=qid, question=question, answer=answer, routing=decision.domains,
                            evidence=evidence, trace=trace.finish())
 
-    def _with_backtrack(self, question, qvec, fused: list[Fused], cmask, k, trace) -> list[Fused]:
-        top = fused[:k]
-        added = backtrack(self.data, question, qvec, top, cmask, self.config, trace, self.llm)
-        if not added:
-            return fused
+    def _with_backtrack(self, question, qvec, hits: list[SectionHit], cmask, k, trace) -> list[SectionHit]:
+        added = backtrack(self.data, question, qvec, hits[:k], cmask, self.config, trace, self.llm)
         n_add = min(len(added), max(1, k // 3), k - 1)   # the best evidence always stays
         if n_add <= 0:
-            return fused
-        added = added[:n_add]
-        keep = [f for f in top if f.row not in added][: k - n_add]
-        floor = keep[-1].score if keep else 1.0
-        extra = [Fused(r, floor * (0.999 ** (i + 1)), ("backtrack",)) for i, r in enumerate(added)]
-        return keep + extra
+            return hits
+        return add_candidates(hits, added[:n_add], k - n_add)
 
-    def _reflect(self, question, fused, qscope, domains, cmask, k, trace) -> list[Fused]:
-        cfg, c = self.config, self.data.contents
+    def _reflect(self, question, hits, qscope, domains, k, trace) -> list[SectionHit]:
+        cfg = self.config
         asked = {question.strip()}
         for rnd in range(1, cfg.reflection_rounds + 1):
-            j = judge(question, fused[:k], c, self.llm)
+            j = judge(question, hits[:k], self.data, self.llm)
             if j.sufficient:
                 trace.step("reflection", f"round {rnd}: sufficient", coverage=j.coverage, by=j.by)
                 break
@@ -239,20 +231,41 @@ class KnowledgeBase:
                        gap=j.gap, refined_query=refined, by=j.by)
             rvec = np.asarray(self.embedder.embed([refined])[0], dtype=np.float32)
             more = self.retriever.retrieve(refined, rvec, qscope, domains, trace)
-            fused = merge_fused([fused, more], cfg.rrf_k, c.id_rank, weights=(1.0, REFINED_WEIGHT))
-        return [f for f in fused if cmask[f.row]]
+            hits = add_candidates(hits, more, k // 2)
+        if cfg.reflection_bridge:
+            hits = self._bridge(question, hits, qscope, domains, k, trace)
+        return hits
+
+    def _bridge(self, question, hits, qscope, domains, k, trace) -> list[SectionHit]:
+        """One bridge-entity follow-up search, merged below the first half of the evidence."""
+        emask = self.graph.visible_entities(qscope, domains)
+        rows = [r for h in hits[:BRIDGE_SECTIONS] for r in h.rows[:4]]
+        names = [self.data.entities.name[r] for r in self.graph.entities_of(rows, emask)]
+        focus = best_sentence(question, [self.data.contents.text[r] for r in rows]).lower()
+        names = [n for n in names if n.lower() in focus]
+        follow = bridge_query(question, names)
+        if follow is None:
+            trace.step("reflection", "bridge: no entity beyond the question's")
+            return hits
+        trace.step("reflection", "bridge: follow-up query from the evidence's entities", query=follow)
+        fvec = np.asarray(self.embedder.embed([follow])[0], dtype=np.float32)
+        more = self.retriever.retrieve(follow, fvec, qscope, domains, trace)
+        return add_candidates(hits, [SectionHit(h.section, h.score, h.rows, ("reflection",)) for h in more],
+                              k // 2)
 
     def _expansions(self, question, qscope, domains) -> list[str]:
         emask = self.graph.visible_entities(qscope, domains)
         matched = self.graph.matched_entities(question, emask, domains)
         return [self.data.entities.name[r] for r in self.graph.neighbours(matched, emask, EXPANSIONS)]
 
-    def _evidence(self, f: Fused) -> Evidence:
+    def _evidence(self, h: SectionHit) -> Evidence:
         c = self.data.contents
-        r = f.row
+        r = h.row
+        p = section_passage(self.data, h.section, h.rows)
         return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
-                        source=c.source[r], path=list(c.path[r]), title=c.title[r], text=c.text[r],
-                        score=round(float(f.score), 8), routes=list(f.routes))
+                        source=c.source[r], path=list(c.path[r]), title=c.title[r], text=p.text,
+                        score=round(float(h.score), 8), routes=list(h.routes),
+                        section_id=c.parent_id[r] or "", chunk_ids=[str(c.ids[x]) for x in p.rows])
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
         """Answer screen: redactions and unsupported sentences are recorded in the trace."""

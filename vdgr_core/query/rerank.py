@@ -1,30 +1,46 @@
-"""Pluggable re-rankers for route 1: none, a local cross-encoder, or an LLM."""
+"""Pluggable re-rankers of route 1's sections: none, a local cross-encoder, or an LLM.
+
+A re-ranker reads each candidate section's passage (its matched chunks merged, see
+:mod:`vdgr_core.query.passage`) and returns the sections reordered with its own scores.
+"""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional, Protocol, Sequence
 
 from schemas.config import RerankerConfig
 from schemas.errors import ConfigError, LLMError
 from vdgr_core.query.constrained import scores_model
-from vdgr_core.query.data import Contents
+from vdgr_core.query.data import IndexData
+from vdgr_core.query.fusion import SectionHit
+from vdgr_core.query.passage import section_passage
 
 
 class Reranker(Protocol):
-    """Reorders candidate content rows for a question."""
+    """Reorders candidate sections for a question."""
 
     name: str
 
-    def rerank(self, question: str, rows: Sequence[int], contents: Contents) -> list[tuple[int, float]]:
-        """Return (row, score) best first; every input row appears once."""
+    def rerank(self, question: str, hits: Sequence[SectionHit], data: IndexData) -> list[SectionHit]:
+        """Return the sections best first with the re-ranker's scores; each input once."""
+
+
+def _reordered(hits: Sequence[SectionHit], scores: Sequence[float], data: IndexData) -> list[SectionHit]:
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], int(data.sections.id_rank[hits[i].section])))
+    return [replace(hits[i], score=float(scores[i])) for i in order]
+
+
+def _passages(hits: Sequence[SectionHit], data: IndexData) -> list[str]:
+    return [section_passage(data, h.section, h.rows).text for h in hits]
 
 
 class NoReranker:
-    """Keeps the fused order (score = 1 / rank)."""
+    """Keeps the fused order and scores."""
 
     name = "none"
 
-    def rerank(self, question, rows, contents):
-        return [(r, 1.0 / (i + 1)) for i, r in enumerate(rows)]
+    def rerank(self, question, hits, data):
+        return list(hits)
 
 
 class CrossEncoderReranker:
@@ -51,14 +67,12 @@ class CrossEncoderReranker:
             self._model = CrossEncoder(self._path, local_files_only=True)
         return self._model
 
-    def rerank(self, question, rows, contents):
-        rows = list(rows)
-        if not rows:
+    def rerank(self, question, hits, data):
+        hits = list(hits)
+        if not hits:
             return []
-        pairs = [(question, contents.text[r]) for r in rows]
-        scores = [float(s) for s in self._load().predict(pairs)]
-        order = sorted(range(len(rows)), key=lambda i: (-scores[i], int(contents.id_rank[rows[i]])))
-        return [(rows[i], scores[i]) for i in order]
+        pairs = [(question, text) for text in _passages(hits, data)]
+        return _reordered(hits, [float(s) for s in self._load().predict(pairs)], data)
 
 
 class LLMReranker:
@@ -70,16 +84,16 @@ class LLMReranker:
         self._llm = llm
         self.last_error: Optional[str] = None
 
-    def rerank(self, question, rows, contents):
+    def rerank(self, question, hits, data):
         from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
 
-        rows = list(rows)
+        hits = list(hits)
         self.last_error = None
-        if not rows:
+        if not hits:
             return []
-        labels = [f"C{i + 1}" for i in range(len(rows))]
-        blocks = "\n".join(f"{lab}:\n{wrap_untrusted(contents.text[r][:1500], 'PASSAGE')}"
-                           for lab, r in zip(labels, rows))
+        labels = [f"C{i + 1}" for i in range(len(hits))]
+        blocks = "\n".join(f"{lab}:\n{wrap_untrusted(text[:1500], 'PASSAGE')}"
+                           for lab, text in zip(labels, _passages(hits, data)))
         system = ("Score how well each passage answers the question, 0 (useless) to 10 (answers it). "
                   "Return JSON with a score for every passage label. " + UNTRUSTED_NOTICE)
         user = f"Question:\n{wrap_untrusted(question, 'QUESTION')}\n\nPassages:\n{blocks}"
@@ -89,11 +103,10 @@ class LLMReranker:
                                                     {"role": "user", "content": user}], model)
         except LLMError as exc:
             self.last_error = str(exc)[:200]
-            return NoReranker().rerank(question, rows, contents)
+            return hits
         got = {item.label: item.score for item in reply.scores}
-        scored = [(r, got.get(lab, -1.0), i) for i, (lab, r) in enumerate(zip(labels, rows))]
-        scored.sort(key=lambda x: (-x[1], x[2]))
-        return [(r, s) for r, s, _ in scored]
+        scored = sorted(range(len(hits)), key=lambda i: (-got.get(labels[i], -1.0), i))
+        return [replace(hits[i], score=float(got.get(labels[i], -1.0))) for i in scored]
 
 
 def make_reranker(config: RerankerConfig, llm=None) -> Reranker:

@@ -11,12 +11,17 @@ class DomainScore(BaseModel):
 
     domain: str
     confidence: float = Field(ge=0.0, le=1.0)
-    # the collection the question names, when routing found one (DCD "section <collection>")
+    # the collection the LLM router chose inside the domain (DCD), when it chose one
     collection: Optional[str] = None
 
 
 class Evidence(BaseModel):
-    """One retrieved chunk; ``routes`` lists every route that found it."""
+    """One retrieved section: its matched passage (the matched chunks merged in reading order,
+    with a little context) under the section's path; ``routes`` lists every route that found it.
+
+    ``chunk_id`` is the best matched chunk, ``chunk_ids`` every chunk the passage spans, and
+    ``section_id`` the section's directory node.
+    """
 
     chunk_id: str
     domain: str
@@ -27,6 +32,8 @@ class Evidence(BaseModel):
     text: str
     score: float
     routes: list[str]
+    section_id: str = ""
+    chunk_ids: list[str] = Field(default_factory=list)
 
 
 class TraceStep(BaseModel):

@@ -39,9 +39,6 @@ class RoutingDecision:
     collections: Optional[tuple[str, ...]] = None
     # retrieval text: the question without the span naming the chosen domain (None: as asked)
     query: Optional[str] = None
-    # collections the question names explicitly ("..., section apartments: ..."): preferred,
-    # not a filter (a common word may happen to equal a collection name)
-    preferred_collections: Optional[tuple[str, ...]] = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -192,38 +189,24 @@ class Router:
         return self._finish(question, offline, trace)
 
     def _finish(self, question: str, decision: RoutingDecision, trace: TraceRecorder) -> RoutingDecision:
-        """Add the retrieval text and the named collection to a routing decision.
+        """Add the retrieval text to a routing decision.
 
         Once a domain is chosen, the words of the question that name it carry no information
         for ranking *inside* it (every chunk of the Galaxy S10 manual is about the Galaxy S10)
         but they still pull BM25 and the query vector toward chunks that happen to repeat the
         product name. When the top domain is named (name score >= ``STRIP_MIN``), that span is
-        removed from the text the routes search with. Then, DCD-style, a collection of the top
-        domain whose full name occurs in the question is preferred.
+        removed from the text the routes search with.
         """
         if not decision.domains:
             return decision
-        top = decision.domains[0].domain
-        score, span = self._matcher.match(question, top)
-        query = None
-        if score >= STRIP_MIN and span is not None:
-            stripped = strip_span(question, span)
-            if terms(stripped):            # never strip a question down to nothing
-                query = stripped
-        colls = decision.collections
-        preferred = None
-        if colls is None:
-            named = self._named_collections(query or question, top)
-            if named:
-                preferred = named
-        if query is None and preferred is None:
+        score, span = self._matcher.match(question, decision.domains[0].domain)
+        if score < STRIP_MIN or span is None:
             return decision
-        domains = decision.domains
-        if preferred:
-            domains = [domains[0].model_copy(update={"collection": preferred[0]}), *domains[1:]]
-        trace.step("routing", "retrieval text and collection from the question",
-                   query=query, preferred_collections=list(preferred) if preferred else None)
-        return RoutingDecision(domains, colls, query, preferred)
+        stripped = strip_span(question, span)
+        if not terms(stripped):            # never strip a question down to nothing
+            return decision
+        trace.step("routing", "retrieval text without the domain's name", query=stripped)
+        return RoutingDecision(decision.domains, decision.collections, stripped)
 
     def named_text(self, question: str) -> Optional[str]:
         """The retrieval text routing will most likely choose: the question without the span
@@ -238,27 +221,6 @@ class Router:
             return None
         stripped = strip_span(question, span)
         return stripped if terms(stripped) else None
-
-    def _named_collections(self, question: str, domain: str) -> Optional[tuple[str, ...]]:
-        """The collection of ``domain`` whose whole name (ordinal prefix ignored) occurs as a
-        contiguous token run in the question; the longest name wins; None if none or a tie."""
-        info = self._infos.get(domain)
-        if info is None or len(info.collections) < 2:
-            return None
-        q = tokens(question)
-        found = []
-        for c in info.collections:
-            n = name_tokens(c)
-            while n and n[0].isdigit():
-                n = n[1:]
-            if n and any(q[i:i + len(n)] == n for i in range(len(q) - len(n) + 1)):
-                found.append((len(n), c))
-        if not found:
-            return None
-        found.sort(key=lambda x: (-x[0], x[1]))
-        if len(found) > 1 and found[0][0] == found[1][0]:
-            return None
-        return (found[0][1],)
 
     # ------------------------------------------------------------ offline
     def _offline(self, question, qvec, scope, names, trace) -> RoutingDecision:
@@ -342,4 +304,5 @@ class Router:
                            error=str(exc)[:200])
         trace.step("routing", f"LLM router chose {picked!r}", domain=picked,
                    collections=list(collections) if collections else None)
-        return RoutingDecision([DomainScore(domain=picked, confidence=1.0)], collections)
+        return RoutingDecision([DomainScore(domain=picked, confidence=1.0,
+                                            collection=collections[0] if collections else None)], collections)

@@ -1,10 +1,14 @@
-"""Route 2: table-of-contents search.
+"""Route 2: table-of-contents search, lexical over headings and paths.
 
-Coarse: the ``toc_coarse_l`` directory nodes nearest to the query vector (within scope).
-Fine: the best ``toc_fine`` of them, by vector similarity plus word overlap of the question with
-their title path and summary (or an LLM selection constrained to the candidate labels).
-Then every visible content node under the chosen directories, ranked by similarity to the
-query and bounded by ``toc_max_contents``.
+The other routes read chunk text (BM25) or compare the query vector with chunk vectors
+(dense, and the graph route's seeds); the TOC route adds a different signal: how well the
+question matches a section's *place in the table of contents*: the titles of the section and
+of every ancestor (document, folders) plus the section's summary, scored with BM25 over those
+labels (:class:`vdgr_core.query.toc_index.LabelIndex`). Coarse: the ``toc_coarse_l`` best
+labelled directories in scope; fine: the best ``toc_fine`` of them (or an LLM selection
+constrained to the candidate labels); then every visible section under the chosen directories,
+ranked by its own label score, at most ``toc_max_contents``. A section's passage is built
+around its chunk sharing most words with the question.
 """
 from __future__ import annotations
 
@@ -16,60 +20,62 @@ from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
 from vdgr_core.query.data import IndexData, QueryScope, top_k
-from vdgr_core.query.fusion import Ranked
+from vdgr_core.query.fusion import SectionHit, SectionList
 from vdgr_core.query.textutil import overlap, terms
+from vdgr_core.query.toc_index import LabelIndex
 from vdgr_core.query.trace import TraceRecorder
-
-_W_SIM, _W_LEX = 0.5, 0.5
 
 
 def _label(d, i: int) -> str:
     return " > ".join(d.full_path[i][1:]) or d.title[i]
 
 
-def _not_root(data: IndexData) -> np.ndarray:
-    """Directories that have a parent (computed once per loaded index, not per query)."""
-    cached = getattr(data, "_toc_not_root", None)
-    if cached is None:
-        d = data.directories
-        cached = np.array([d.index.get(p or "") is not None for p in d.parent_id], dtype=bool)
-        data._toc_not_root = cached
-    return cached
+def _best_row(data: IndexData, rows, qterms) -> int:
+    c = data.contents
+    return max(rows, key=lambda r: (overlap(qterms, c.text[r]), -int(c.position[r])))
 
 
-def toc_search(data: IndexData, question: str, qvec: np.ndarray, scope: QueryScope,
-               domains: Sequence[str], config: QueryConfig, trace: TraceRecorder, llm=None) -> Ranked:
-    """Run route 2 and return its ranked content rows (route name ``toc``)."""
+def toc_search(data: IndexData, labels: LabelIndex, question: str, scope: QueryScope,
+               domains: Sequence[str], config: QueryConfig, trace: TraceRecorder, llm=None) -> SectionList:
+    """Run route 2 and return its ranked sections (route name ``toc``)."""
     d = data.directories
     sc = scope.with_domains(domains)
-    not_root = _not_root(data)
-    dsims = d.similarities(qvec)
-    coarse = top_k(dsims, d.mask(sc) & not_root, config.toc_coarse_l, d.id_rank)
+    scores = labels.scores(question)
+    dmask = d.mask(sc) & labels.labelled & (scores > 0)
+    coarse = top_k(scores, dmask, config.toc_coarse_l, d.id_rank)
     if not coarse:
-        trace.step("toc", "no directory candidates in scope")
-        return Ranked("toc", [])
-    qterms = terms(question)
-    fine = sorted(((i, _W_SIM * s + _W_LEX * overlap(qterms, _label(d, i) + " " + d.summary[i]))
-                   for i, s in coarse), key=lambda x: (-x[1], int(d.id_rank[x[0]])))
-    chosen = [i for i, _ in fine[: config.toc_fine]]
+        trace.step("toc", "no heading or path matches the question in scope")
+        return SectionList("toc", [])
+    chosen = [i for i, _ in coarse[: config.toc_fine]]
     how = "offline"
     if llm is not None:
-        picked = _llm_select(llm, question, [i for i, _ in fine], d, config.toc_fine)
+        picked = _llm_select(llm, question, [i for i, _ in coarse], d, config.toc_fine)
         if picked is None:
             trace.step("toc", "LLM selection failed: offline fine selection used")
         else:
             chosen, how = picked, "llm"
-    c = data.contents
+    c, sec = data.contents, data.sections
     cmask = c.mask(sc)
-    rows = sorted({r for i in chosen for r in data.descendant_contents(i) if cmask[r]})
-    sims = c.similarities(qvec)
-    sel = np.zeros(len(c), dtype=bool)
-    sel[rows] = True
-    hits = top_k(sims, sel, config.toc_max_contents, c.id_rank)
-    trace.step("toc", f"{how} selection of {len(chosen)} directories from {len(coarse)} candidates, "
-               f"{len(rows)} contents under them", directories=[_label(d, i) for i in chosen],
-               contents=len(hits))
-    return Ranked("toc", hits)
+    qterms = terms(question)
+    found: dict[int, tuple[float, int]] = {}
+    for rank, i in enumerate(chosen):
+        rows = [r for r in data.descendant_contents(i) if cmask[r]]
+        for s in dict.fromkeys(int(sec.of_row[r]) for r in rows):
+            node = data.section_node(s)
+            own = float(scores[node]) if node is not None else 0.0
+            key = (own, -rank)
+            if s not in found or key > found[s]:
+                found[s] = key
+    order = sorted(found, key=lambda s: (-found[s][0], -found[s][1], int(sec.id_rank[s])))
+    order = order[: config.toc_max_contents]
+    hits = []
+    for s in order:
+        visible = [int(r) for r in sec.rows[s] if cmask[r]]
+        hits.append(SectionHit(s, found[s][0], (_best_row(data, visible, qterms),), ("toc",)))
+    trace.step("toc", f"{how} selection of {len(chosen)} directories from {len(coarse)} heading matches, "
+               f"{len(found)} sections under them", directories=[_label(d, i) for i in chosen],
+               sections=len(hits))
+    return SectionList("toc", hits)
 
 
 def _llm_select(llm, question: str, candidates: list[int], d, n: int):

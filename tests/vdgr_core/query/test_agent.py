@@ -6,7 +6,7 @@ import numpy as np
 from tests.support.tiny_index import SECRET_WORD
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.data import QueryScope
-from vdgr_core.query.fusion import Fused
+from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.trace import TraceRecorder
 from vdgr_core.store.filters import SearchScope
 
@@ -17,16 +17,24 @@ def _row(kb, title, version, containing=""):
                 if c.title[r] == title and c.version[r] == version and containing in c.text[r])
 
 
-def test_backtrack_adds_sibling_covering_missing_words(kb):
-    c = kb.data.contents
+def _hit(kb, row, score=1.0, routes=("hybrid",)):
+    return SectionHit(int(kb.data.sections.of_row[row]), score, (row,), routes)
+
+
+def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
+    c, sec = kb.data.contents, kb.data.sections
     first = _row(kb, "Wireless PowerShare", "1.0", "Galaxy Buds")
     question = "Wireless PowerShare stops below which battery level percent?"
     cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
     trace = TraceRecorder()
-    added = backtrack(kb.data, question, kb.embedder.embed([question])[0], [Fused(first, 1.0, ("hybrid",))],
+    added = backtrack(kb.data, question, kb.embedder.embed([question])[0], [_hit(kb, first, 1.0, ("hybrid",))],
                       cmask, kb.config, trace)
-    assert added and c.title[added[0]] == "Wireless PowerShare" and added[0] != first
-    assert "percent" in c.text[added[0]]
+    assert added and all(h.routes == ("backtrack",) for h in added)
+    # other sections than the evidence's own, inside the scope, covering a missing word
+    assert all(h.section != int(sec.of_row[first]) for h in added)
+    assert all(cmask[r] for h in added for r in h.rows)
+    text = " ".join(c.text[r].lower() for h in added for r in h.rows)
+    assert "battery" in text or "percent" in text
     assert any(s.stage == "backtrack" for s in trace.steps)
 
 
@@ -34,7 +42,7 @@ def test_backtrack_not_triggered_when_evidence_covers_question(kb):
     row = _row(kb, "Bluetooth", "1.0")
     cmask = np.ones(len(kb.data.contents), dtype=bool)
     added = backtrack(kb.data, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
-                      [Fused(row, 1.0, ("hybrid",))], cmask, kb.config, TraceRecorder())
+                      [_hit(kb, row, 1.0, ("hybrid",))], cmask, kb.config, TraceRecorder())
     assert added == []
 
 
@@ -45,11 +53,11 @@ def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
     qvec = kb.embedder.embed([question])[0]
     for groups, expect in (((), False), (("hr",), True)):
         cmask = c.mask(QueryScope(SearchScope(groups=groups, domains=("HR_Policies",))))
-        added = backtrack(kb.data, question, qvec, [Fused(start, 1.0, ("hybrid",))], cmask,
+        added = backtrack(kb.data, question, qvec, [_hit(kb, start, 1.0, ("hybrid",))], cmask,
                           kb.config, TraceRecorder())
-        found = any(SECRET_WORD in c.text[r] for r in added)
+        found = any(SECRET_WORD in c.text[r] for h in added for r in h.rows)
         assert found is expect
-        assert all(cmask[r] for r in added)
+        assert all(cmask[r] for h in added for r in h.rows)
 
 
 def test_backtracked_evidence_is_labelled_and_best_kept(kb):
@@ -58,13 +66,13 @@ def test_backtracked_evidence_is_labelled_and_best_kept(kb):
     other = _row(kb, "Bluetooth", "1.0")
     question = "Wireless PowerShare stops below which battery level percent?"
     cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
-    fused = [Fused(first, 0.05, ("hybrid",)), Fused(other, 0.04, ("toc",))]
+    fused = [_hit(kb, first, 0.05, ("hybrid",)), _hit(kb, other, 0.04, ("toc",))]
     out = kb._with_backtrack(question, kb.embedder.embed([question])[0], fused, cmask, 3, TraceRecorder())
-    assert out[0].row == first
+    assert out[0].row == first                           # the best evidence keeps its place
     added = [f for f in out if f.routes == ("backtrack",)]
-    assert added and "percent" in c.text[added[0].row]
-    assert len(out) <= 3
-    assert [f.score for f in out] == sorted((f.score for f in out), reverse=True)
+    assert added and all(cmask[r] for f in added for r in f.rows)
+    assert len(added) <= 1                               # at most k // 3 sections are added
+    assert {f.section for f in fused} <= {f.section for f in out}   # nothing of round one lost
 
 
 def test_reflection_rounds_are_bounded(open_kb):

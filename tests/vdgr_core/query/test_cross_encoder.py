@@ -24,25 +24,22 @@ def tiny_cross_encoder(tmp_path_factory):
     return str(folder)
 
 
-class _Contents:
-    def __init__(self, texts):
-        self.text = texts
-        self.id_rank = list(range(len(texts)))
-
-
-def test_cross_encoder_reranks_every_row_by_model_score(tiny_cross_encoder):
+def test_cross_encoder_reranks_every_section_by_model_score(tiny_cross_encoder, kb):
     from sentence_transformers import CrossEncoder
 
     from schemas.config import RerankerConfig
+    from vdgr_core.query.fusion import SectionHit
+    from vdgr_core.query.passage import section_passage
     from vdgr_core.query.rerank import make_reranker
 
-    contents = _Contents(["Hold RESET for ten seconds.", "Battery charging takes two hours.",
-                          "Open Settings, then Wi-Fi.", "The LED blinks amber during a reset."])
+    data = kb.data
+    hits = [SectionHit(s, 1.0 - s / 10, (int(data.sections.rows[s][0]),), ("hybrid",)) for s in range(4)]
+    question = "How do I charge the battery?"
     reranker = make_reranker(RerankerConfig(kind="cross_encoder", model_path=tiny_cross_encoder))
-    ranked = reranker.rerank("How do I reset the router?", [3, 1, 0, 2], contents)
-    assert sorted(r for r, _ in ranked) == [0, 1, 2, 3]
-    scores = CrossEncoder(tiny_cross_encoder, local_files_only=True).predict(
-        [("How do I reset the router?", t) for t in contents.text])
-    expected = sorted(range(4), key=lambda i: (-float(scores[i]), i))
-    assert [r for r, _ in ranked] == expected
-    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+    ranked = reranker.rerank(question, hits, data)
+    assert sorted(h.section for h in ranked) == [0, 1, 2, 3]
+    texts = [section_passage(data, h.section, h.rows).text for h in hits]
+    scores = CrossEncoder(tiny_cross_encoder, local_files_only=True).predict([(question, t) for t in texts])
+    expected = sorted(range(4), key=lambda i: (-float(scores[i]), int(data.sections.id_rank[i])))
+    assert [h.section for h in ranked] == expected
+    assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)

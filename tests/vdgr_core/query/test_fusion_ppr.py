@@ -1,33 +1,91 @@
 import numpy as np
 import scipy.sparse as sp
 
-from vdgr_core.query.fusion import Fused, Ranked, merge_fused, rrf
+from vdgr_core.query.fusion import (Ranked, SectionHit, SectionList, add_candidates, by_section,
+                                    cap_per_document, fuse)
 from vdgr_core.query.ppr import personalized_pagerank
 
 
+def _sl(route, pairs):
+    """A section list from (section, score) pairs; each section's matched row is 10*section."""
+    return SectionList(route, [SectionHit(s, v, (10 * s,), (route,)) for s, v in pairs])
+
+
+RANK = np.arange(20)
+
+
 def test_rrf_scores_ranks_and_unites_routes():
-    a = Ranked("bm25", [(1, 9.0), (2, 5.0), (3, 1.0)])
-    b = Ranked("dense", [(3, 0.9), (1, 0.8)])
-    out = rrf([a, b], rrf_k=60)
-    assert [f.row for f in out] == [1, 3, 2]
+    a = _sl("bm25", [(1, 9.0), (2, 5.0), (3, 1.0)])
+    b = _sl("dense", [(3, 0.9), (1, 0.8)])
+    out = fuse([a, b], RANK, "rrf", rrf_k=60)
+    assert [h.section for h in out] == [1, 3, 2]
     assert out[0].score == 1 / 61 + 1 / 62
     assert out[0].routes == ("bm25", "dense")
     assert out[2].routes == ("bm25",)
+    # route renaming: the halves of route 1 report "hybrid"
+    assert fuse([a, b], RANK, "rrf", route="hybrid")[0].routes == ("hybrid",)
 
 
-def test_rrf_ties_broken_by_id_rank_and_limit():
-    a = Ranked("x", [(5, 1.0)])
-    b = Ranked("y", [(4, 1.0)])
-    id_rank = np.array([0, 0, 0, 0, 7, 3])   # row 5 has the smaller id
-    assert [f.row for f in rrf([a, b], 60, id_rank)] == [5, 4]
-    assert len(rrf([a, b], 60, id_rank, limit=1)) == 1
+def test_fusion_ties_broken_by_section_rank():
+    a = _sl("x", [(5, 1.0)])
+    b = _sl("y", [(4, 1.0)])
+    rank = np.array([0, 0, 0, 0, 7, 3])   # section 5 has the smaller rank
+    assert [h.section for h in fuse([a, b], rank, "rrf")] == [5, 4]
 
 
-def test_merge_fused_keeps_every_route():
-    first = [Fused(1, 0.1, ("hybrid",)), Fused(2, 0.05, ("toc",))]
-    second = [Fused(2, 0.2, ("graph",))]
-    out = merge_fused([first, second], 60)
-    assert out[0].row == 2 and out[0].routes == ("toc", "graph")
+def test_by_section_scores_a_section_by_its_best_chunk_only():
+    # rows 0,1,2 belong to section 0 (a long section), row 3 to section 1
+    section_of = np.array([0, 0, 0, 1])
+    got = by_section(Ranked("dense", [(0, 0.80), (1, 0.79), (3, 0.81), (2, 0.78)]), section_of)
+    by = {h.section: h for h in got.hits}
+    assert by[0].score == 0.80 and by[0].rows == (0, 1, 2)    # no bonus for three matching chunks
+    assert by[1].score == 0.81
+    assert [h.section for h in got.hits] == [0, 1]            # order of first match
+    assert len(by_section(Ranked("d", [(0, 1.0), (3, 0.5)]), section_of, limit=1).hits) == 1
+
+
+def test_convex_fusion_uses_normalized_scores():
+    # bm25 has one clear winner; dense barely separates its first three: the decisive list decides
+    bm = _sl("bm25", [(1, 20.0), (2, 2.0), (3, 1.0)])
+    de = _sl("dense", [(2, 0.62), (3, 0.60), (1, 0.58), (4, 0.20)])
+    out = fuse([bm, de], RANK, "convex")
+    assert out[0].section == 1 and out[0].routes == ("bm25", "dense")
+    assert abs(out[0].score - (1.0 + 0.38 / 0.42)) < 1e-12
+    assert fuse([bm, de], RANK, "rrf")[0].section == 2         # RRF: ranks only
+    # a flat list maps to 1
+    out = fuse([_sl("bm25", [(7, 3.0)]), SectionList("dense", [])], RANK, "convex")
+    assert [(h.section, h.score) for h in out] == [(7, 1.0)]
+
+
+def test_zscore_fusion_weighs_a_list_by_how_far_its_best_stand_out():
+    # dense barely prefers 2 over 1; bm25 puts 1 far above the rest: the decisive list wins
+    bm = _sl("bm25", [(1, 30.0), (2, 3.0), (3, 2.9), (4, 2.8), (5, 2.7)])
+    de = _sl("dense", [(2, 0.61), (1, 0.60), (3, 0.60), (4, 0.59), (5, 0.59)])
+    assert fuse([bm, de], RANK, "zscore")[0].section == 1
+    # weights scale a list's contribution
+    assert fuse([bm, de], RANK, "zscore", weights={"bm25": 0.0})[0].section == 2
+
+
+def test_add_candidates_keeps_the_first_round_head():
+    anchor = [SectionHit(s, 1.0 - s / 10, (s,), ("hybrid",)) for s in (1, 2, 3, 4)]
+    extra = [SectionHit(9, 5.0, (90,), ("reflection",)), SectionHit(3, 5.0, (31,), ("reflection",)),
+             SectionHit(8, 4.0, (80,), ("reflection",))]
+    out = add_candidates(anchor, extra, start=2)
+    assert [h.section for h in out] == [1, 2, 9, 3, 8, 4]
+    by = {h.section: h for h in out}
+    assert by[3].rows == (3, 31) and by[3].routes == ("hybrid", "reflection")
+    assert by[1].routes == ("hybrid",)
+
+
+def test_cap_per_document_holds_back_a_dominant_document():
+    doc_of = np.array([0, 0, 0, 0, 1, 2])     # sections 0-3 in document 0
+    hits = [SectionHit(s, 1.0, (s,), ("h",)) for s in (0, 1, 2, 3, 4, 5)]
+    out = cap_per_document(hits, doc_of, k=4)
+    assert [h.section for h in out[:4]] == [0, 1, 4, 5]
+    assert [h.section for h in out] == [0, 1, 4, 5, 2, 3]      # nothing lost
+    # only one document available: the first k are filled from it, in order
+    one = [SectionHit(s, 1.0, (s,), ("h",)) for s in (0, 1, 2, 3)]
+    assert [h.section for h in cap_per_document(one, doc_of, k=4)] == [0, 1, 2, 3]
 
 
 def _dense_ppr(adj, p, d=0.85):
@@ -64,39 +122,3 @@ def test_ppr_prefers_nodes_near_the_seed():
     r = personalized_pagerank(adj.tocsr(), np.array([0, 1.0, 0, 0, 0, 0]))
     assert r[:3].sum() > r[3:].sum()
     assert r.argmax() == 1
-
-
-def test_convex_fusion_uses_normalized_scores():
-    from vdgr_core.query.fusion import convex
-
-    # bm25 has one clear winner; dense barely separates its first three: the decisive list decides
-    bm = Ranked("bm25", [(1, 20.0), (2, 2.0), (3, 1.0)])
-    de = Ranked("dense", [(2, 0.62), (3, 0.60), (1, 0.58), (4, 0.20)])
-    out = convex([bm, de])
-    assert out[0].row == 1 and out[0].routes == ("bm25", "dense")
-    assert abs(out[0].score - (0.5 * 1.0 + 0.5 * 0.38 / 0.42)) < 1e-12
-    assert [f.row for f in rrf([bm, de], 60)][0] == 2          # RRF: ranks only
-    # a row missing from a list counts 0 there; a flat list maps to 1; limit
-    out = convex([Ranked("bm25", [(7, 3.0)]), Ranked("dense", [])], limit=1)
-    assert [(f.row, f.score) for f in out] == [(7, 1.0)]
-
-
-def test_anchored_rrf_secondary_routes_only_add_rows():
-    from vdgr_core.query.fusion import anchored_rrf
-
-    hybrid = Ranked("hybrid", [(1, 0.0), (2, 0.0), (3, 0.0)])
-    toc = Ranked("toc", [(3, 0.0), (9, 0.0)])
-    graph = Ranked("graph", [(3, 0.0), (9, 0.0), (8, 0.0)])
-    w = {"hybrid": 1.0, "toc": 0.5, "graph": 0.5}
-    out = anchored_rrf([hybrid], [toc, graph], 60, weights=w)
-    rows = [f.row for f in out]
-    assert [r for r in rows if r in (1, 2, 3)] == [1, 2, 3]     # route 1's order is kept
-    assert rrf([hybrid, toc, graph], 60, weights=w)[0].row == 3  # plain RRF lifts row 3 to the top
-    assert set(rows) == {1, 2, 3, 8, 9}
-    by_row = {f.row: f for f in out}
-    assert by_row[3].routes == ("hybrid", "toc", "graph")       # provenance kept
-    assert by_row[3].score == 1 / 63                             # route 1 alone
-    assert by_row[9].score == 0.5 / 62 + 0.5 / 62                # placed by its own score
-    assert rows == [1, 2, 9, 3, 8]                               # 9 ties 2: row id decides
-    # no route-1 list: plain weighted RRF over the others
-    assert [f.row for f in anchored_rrf([], [toc, graph], 60, weights=w)][0] == 3

@@ -1,10 +1,9 @@
-"""Domain-name stripping, named collections, weighted fusion, parent-document scoring, caches."""
+"""Domain-name stripping, weighted fusion, section evidence (parent-document pattern), caches."""
 import numpy as np
 import pytest
 
 from tests.support.tiny_index import SECRET_TITLE, SECRET_WORD
-from vdgr_core.query.fusion import Fused, Ranked, merge_fused, prefer_rows, rrf
-from vdgr_core.query.hybrid import parent_grouped
+from vdgr_core.query.fusion import SectionHit, SectionList, fuse
 from vdgr_core.query.routing import STRIP_MIN, NameMatcher, strip_span
 
 PHONES = ["Galaxy_S10", "Galaxy_S10e", "Galaxy_S10+", "Galaxy_Note_10", "Galaxy_A50"]
@@ -56,40 +55,40 @@ def test_stripping_and_collections_never_bypass_acl(open_kb):
 
 
 def test_weighted_rrf_lets_a_route_count_less():
-    a = Ranked("hybrid", [(1, 0.0), (2, 0.0)])
-    b = Ranked("toc", [(2, 0.0), (3, 0.0)])
-    plain = rrf([a, b], 60)
-    assert plain[0].row == 2                             # agreement wins with equal weights
-    weighted = rrf([a, b], 1, weights={"toc": 0.1})
-    assert [f.row for f in weighted][:2] == [1, 2] and weighted[0].routes == ("hybrid",)
+    a = SectionList("hybrid", [SectionHit(1, 0.0, (1,), ("hybrid",)), SectionHit(2, 0.0, (2,), ("hybrid",))])
+    b = SectionList("toc", [SectionHit(2, 0.0, (2,), ("toc",)), SectionHit(3, 0.0, (3,), ("toc",))])
+    rank = np.arange(4)
+    plain = fuse([a, b], rank, "rrf", 60)
+    assert plain[0].section == 2                             # agreement wins with equal weights
+    weighted = fuse([a, b], rank, "rrf", 1, weights={"toc": 0.1})
+    assert [h.section for h in weighted][:2] == [1, 2] and weighted[0].routes == ("hybrid",)
 
 
-def test_merge_fused_weights_runs():
-    first = [Fused(1, 1.0, ("hybrid",)), Fused(2, 0.5, ("hybrid",))]
-    refined = [Fused(3, 1.0, ("graph",)), Fused(2, 0.5, ("graph",))]
-    assert merge_fused([first, refined], 1, weights=(1.0, 0.2))[0].row == 1
-    assert merge_fused([first, refined], 1)[0].row == 2
-
-
-def test_prefer_rows_boosts_and_resorts():
-    fused = [Fused(0, 1.0, ("a",)), Fused(1, 0.8, ("a",)), Fused(2, 0.3, ("a",))]
-    pref = np.array([False, True, False])
-    out = prefer_rows(fused, pref, 2.0)
-    assert [f.row for f in out] == [1, 0, 2] and out[0].score == pytest.approx(1.6)
-
-
-def test_parent_grouped_ranks_sections_by_their_chunks(kb):
+def test_evidence_is_one_item_per_section_with_its_matched_passage(kb):
     c = kb.data.contents
-    by_parent = {}
-    for r in range(len(c)):
-        by_parent.setdefault(c.parent_id[r], []).append(r)
-    multi = next(rows for rows in by_parent.values() if len(rows) >= 2)
-    single = next(rows for rows in by_parent.values() if len(rows) == 1)
-    # one chunk of a single-chunk section scores best alone; two chunks of one section together
-    hits = [(single[0], 1.0), (multi[0], 0.9), (multi[1], 0.9)]
-    out = parent_grouped(hits, kb.data, 3)
-    assert [r for r, _ in out][:2] == [multi[0], multi[1]] or [r for r, _ in out][:2] == [multi[1], multi[0]]
-    assert out[-1][0] == single[0]
+    r = kb.query("battery charging wireless powershare", k=5)
+    assert r.evidence
+    sections = [e.section_id for e in r.evidence]
+    assert all(sections) and len(set(sections)) == len(sections)   # at most one item per section
+    row_of = {c.ids[i]: i for i in range(len(c))}
+    for e in r.evidence:
+        rows = [row_of[cid] for cid in e.chunk_ids]
+        assert e.chunk_id in e.chunk_ids
+        pos = [int(c.position[i]) for i in rows]
+        assert pos == sorted(pos)                                    # reading order
+        assert {c.parent_id[i] for i in rows} == {e.section_id}      # all from the one section
+        assert c.text[row_of[e.chunk_id]].strip()[:40] in e.text     # the matched chunk is shown
+
+
+def test_one_document_takes_at_most_half_of_k_while_others_score(kb):
+    r = kb.query("battery", k=4)
+    from collections import Counter
+
+    c = kb.data.contents
+    row_of = {c.ids[i]: i for i in range(len(c))}
+    docs = [c.source[row_of[e.chunk_id]] for e in r.evidence]
+    assert len(r.evidence) == 4 and len(set(docs)) > 1
+    assert max(Counter(docs).values()) <= 2
 
 
 def test_masks_and_similarities_are_cached_read_only(kb):

@@ -1,0 +1,225 @@
+"""Ablation of the query method on every benchmark set, development and test halves apart.
+
+``python -m bench.ablation [--sets s10,s10_long,musique,dcd,dcd_natural,emanual_named]
+[--configs bm25,full,...] [--half dev|test|all] [--check] [--write]``
+
+For each set: convert the shared data (:mod:`bench.datasets`), build the index with the real
+``vdgr index`` when its corpus or arguments changed (:func:`bench.vdgr_cli.ensure_index`),
+open it once in this process and answer every question with :meth:`KnowledgeBase.query`
+under each configuration (one question at a time, so the latency includes embedding the
+question). Each question falls in the development or the test half by a hash of its id
+(:mod:`bench.splits`); every figure is reported for both halves and for all questions.
+
+Configurations: the single routes (``bm25``, ``dense``, ``hybrid`` = route 1, ``toc``,
+``graph``; routing stays on, it is a scope decision, not a route), ``full`` (the default
+``QueryConfig``) and ``full - X`` for every component X of the default.
+
+``--check`` fails (exit 1) when on any set the full configuration's primary metric at 5
+(R@5; passage recall@5 on MuSiQue; value@5 on DCD) is more than one point below the best
+single route's, over all questions of the set. ``--write`` merges the tables into
+BENCHMARKS.md (block ``ablation``) and writes ``bench/out/ablation.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import REPO, read_jsonl
+from bench.datasets import DATASETS
+from bench.run_eval import commit, machine
+from bench.splits import HALVES, half_of
+from bench.vdgr_cli import ensure_index
+
+SLACK = 0.01          # the full configuration may trail the best single route by one point
+SINGLE_ROUTES = ("bm25", "dense", "hybrid", "toc", "graph")
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """One question set over one index.
+
+    ``dataset`` names the converter in :data:`bench.datasets.DATASETS`; ``work`` is the work
+    folder (the dataset's name unless the index is built with other ``index_args``).
+    """
+
+    name: str
+    dataset: str
+    setting: str
+    primary: str                      # metric prefix; the check reads ``<primary>@5``
+    work: str
+    index_args: tuple[str, ...] = ()
+    note: str = ""
+
+
+SETS: dict[str, EvalSet] = {s.name: s for s in (
+    EvalSet("s10", "emanual", "s10", "hit", "emanual", note="EManual S10 manual, 50 expert questions"),
+    EvalSet("s10_long", "emanual", "s10", "hit", "emanual_long", ("--chunk-tokens", "48", "--overlap-tokens", "3"),
+            note="the same manual chunked at 48 tokens: sections of several chunks each"),
+    EvalSet("emanual_named", "emanual_all", "named", "hit", "emanual_all",
+            note="S10 questions naming the product, over all 33 manuals (routing)"),
+    EvalSet("musique", "musique", "musique", "src_recall", "musique", note="MuSiQue, 100 multi-hop questions"),
+    EvalSet("dcd", "dcd", "dcd", "value_hit", "dcd", note='DCD, "RC <complex>, section <collection>: ..."'),
+    EvalSet("dcd_natural", "dcd", "natural", "value_hit", "dcd",
+            note="DCD, the same facts asked naturally, no collection named"),
+)}
+
+
+def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
+    """(name, QueryConfig overrides): single routes, the default, and leave-one-out rows."""
+    off = {"backtrack": False, "reflection": False}
+    out: list[tuple[str, dict]] = [(r, {"routes": (r,), **off}) for r in SINGLE_ROUTES]
+    out.append(("full", {}))
+    for r in full_routes:
+        if r != "hybrid" and len(full_routes) > 1:
+            out.append((f"full - {r}", {"routes": tuple(x for x in full_routes if x != r)}))
+    out += [("full - backtrack", {"backtrack": False}), ("full - reflection", {"reflection": False}),
+            ("full - routing", {"routing": False})]
+    return out
+
+
+def _open(index: Path):
+    from schemas.config import EmbeddingConfig, QueryConfig
+    from vdgr_core.embedding import make_embedder
+    from vdgr_core.query.data import load_index_data
+    from vdgr_core.store.manifest import read_manifest
+    from vdgr_core.store.reader import IndexReader
+
+    m = read_manifest(str(index))
+    kind = m.embedding_model.split(":", 1)[0]
+    emb = EmbeddingConfig(kind=kind if kind in ("minilm", "hashing") else "minilm", dim=m.dim)
+    reader = IndexReader(str(index))
+    return reader, load_index_data(reader), make_embedder(emb), QueryConfig(embedding=emb)
+
+
+def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
+    """Every configuration over every question of ``es``: per-question scores and aggregates."""
+    from vdgr_core.eval import aggregate, score_result
+    from vdgr_core.query.knowledge_base import KnowledgeBase
+
+    ds = DATASETS[es.dataset]
+    base = work / es.work
+    ds.convert(base)
+    index = ensure_index(base / "corpus", base / "index", list(es.index_args), base / "logs" / "index.log")
+    questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
+    reader, data, embedder, default = _open(base / "index")
+    embedder.embed(["warm up"])
+    out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args),
+           "index_reused": index["reused"], "questions": {h: sum(half_of(q["id"]) == h for q in questions)
+                                                          for h in HALVES}, "configs": {}}
+    for name, over in configs(default.routes):
+        if names and name not in names:
+            continue
+        cfg = default.model_copy(update=over)
+        kb = KnowledgeBase(reader, data, cfg, embedder)
+        scores = {h: [] for h in HALVES}
+        t0 = time.perf_counter()
+        for q in questions:
+            r = kb.query(q["question"], domain=q.get("domain"), version=q.get("version"),
+                         groups=q.get("groups") or (), qid=q["id"])
+            scores[half_of(q["id"])].append(score_result(r.model_dump(), q["gold"], ds.ks))
+        agg = {h: aggregate(scores[h]) for h in HALVES}
+        agg["all"] = aggregate(scores["dev"] + scores["test"])
+        out["configs"][name] = agg
+        log(f"[ablation] {es.name} / {name}: {es.primary}@5 dev {agg['dev'].get(es.primary + '@5')} "
+            f"test {agg['test'].get(es.primary + '@5')} ({time.perf_counter() - t0:.0f}s)")
+    return out
+
+
+def check(report: dict) -> list[str]:
+    """Sets where ``full`` trails the best single route by more than :data:`SLACK` at 5."""
+    bad = []
+    for name, res in report["sets"].items():
+        key = res["primary"] + "@5"
+        cfgs = res["configs"]
+        if "full" not in cfgs:
+            continue
+        full = cfgs["full"]["all"].get(key) or 0.0
+        singles = {r: cfgs[r]["all"].get(key) or 0.0 for r in SINGLE_ROUTES if r in cfgs}
+        if not singles:
+            continue
+        best = max(singles, key=singles.get)
+        if full < singles[best] - SLACK - 1e-9:
+            bad.append(f"{name}: full {key} {full:.3f} < {best} {singles[best]:.3f} - {SLACK}")
+    return bad
+
+
+_COLS = {"hit": [("hit@1", "R@1"), ("hit@5", "R@5"), ("hit@10", "R@10"), ("mrr", "MRR")],
+         "src_recall": [("src_recall@1", "R@1"), ("src_recall@5", "R@5"), ("src_recall@10", "R@10"),
+                        ("src_mrr", "MRR")],
+         "value_hit": [("value_hit@1", "value@1"), ("value_hit@5", "value@5"), ("value_hit@10", "value@10"),
+                       ("src_mrr", "doc MRR"), ("d_match", "D-match"), ("c_match", "C-match")]}
+
+
+def _f(key: str, v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" if "mrr" in key else f"{100 * v:.1f}"
+
+
+def render(report: dict) -> str:
+    """Markdown: one table per set, rows = configurations, dev | test | all per metric."""
+    m = report["machine"]
+    lines = ["### ablation", "", f"- command: `{report['command']}`",
+             f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
+             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+             "- halves: development / test by sha256(question id) (bench/splits.py); methods and "
+             "constants were chosen on the development halves",
+             "- latency: `trace.timings_ms.total` of `KnowledgeBase.query`, one question at a time, "
+             "embedding the question included", ""]
+    for name, res in report["sets"].items():
+        cols = _COLS[res["primary"]]
+        q = res["questions"]
+        lines += [f"#### {name}: {res['note']} (dev {q['dev']}, test {q['test']} questions)", ""]
+        head = ["configuration", *[f"{h} dev / test / all" for _, h in cols], "p50 / p95 ms (all)"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for cfg, agg in res["configs"].items():
+            cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
+            lat = agg["all"].get("latency") or {}
+            lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
+        lines.append("")
+    bad = report.get("check")
+    if bad is not None:
+        lines.append("Check (full >= best single route - 1 point at 5, all questions): "
+                     + ("passed" if not bad else "FAILED: " + "; ".join(bad)))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--configs", help="comma-separated configuration names (default: all)")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--check", action="store_true", help="exit 1 when full trails the best single route")
+    ap.add_argument("--write", action="store_true", help="write bench/out/ablation.json and BENCHMARKS.md")
+    a = ap.parse_args(argv)
+    names = {c.strip() for c in a.configs.split(",")} if a.configs else None
+    report = {"kind": "ablation",
+              "command": "python -m bench.ablation " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "machine": machine(), "commit": commit(), "sets": {}}
+    for s in a.sets.split(","):
+        report["sets"][s] = run_set(SETS[s.strip()], a.work.resolve(), names)
+    bad = check(report)
+    report["check"] = bad
+    text = render(report)
+    print(text)
+    if a.write:
+        from bench.update_benchmarks_md import merge_block
+
+        out = REPO / "bench" / "out" / "ablation.json"
+        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        md = REPO / "BENCHMARKS.md"
+        md.write_text(merge_block(md.read_text(encoding="utf-8"), "ablation", text), encoding="utf-8")
+    if a.check and bad:
+        print("[ablation] check failed:\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
