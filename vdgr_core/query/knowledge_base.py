@@ -252,7 +252,7 @@ class KnowledgeBase:
         r = f.row
         return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
                         source=c.source[r], path=list(c.path[r]), title=c.title[r], text=c.text[r],
-                        score=round(float(f.score), 8), routes=list(f.routes))
+                        score=round(float(f.score), 8), routes=list(f.routes), page=c.page[r])
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
         """Answer screen: redactions and unsupported sentences are recorded in the trace."""

@@ -27,6 +27,7 @@ class Evidence(BaseModel):
     text: str
     score: float
     routes: list[str]
+    page: Optional[int] = None     # 1-based page where the chunk starts (PDF); None otherwise
 
 
 class TraceStep(BaseModel):
