@@ -47,6 +47,21 @@ def pdf_with_outline() -> bytes:
     return bytes(pdf.output())
 
 
+def pdf_numbered_chapters() -> bytes:
+    """A cover title (20 pt) then two top-level bookmarks "Scope" and "Terms" whose headings in
+    the text are numbered ("1 Scope", "2 Terms")."""
+    pdf = _pdf()
+    _line(pdf, "Service Handbook", 20, "B")
+    _line(pdf, "Edition 3")
+    pdf.start_section("Scope", level=0)
+    _line(pdf, "1 Scope", 14, "B")
+    _line(pdf, "This handbook covers field service.")
+    pdf.start_section("Terms", level=0)
+    _line(pdf, "2 Terms", 14, "B")
+    _line(pdf, "A unit is one installed router.")
+    return bytes(pdf.output())
+
+
 def pdf_by_fonts() -> bytes:
     """No outline: title 20 pt bold, chapters 16 pt bold, sections 13 pt, topics bold at body size."""
     pdf = _pdf()

@@ -33,6 +33,16 @@ def test_outline_is_the_table_of_contents():
     ]
 
 
+def test_numbered_headings_match_their_bookmarks_and_the_cover_names_the_document():
+    doc = _parse(D.pdf_numbered_chapters())
+    assert doc.title == "Service Handbook"         # two top bookmarks: neither is the title
+    assert [(s.heading_path, s.text) for s in doc.sections] == [
+        ((), "Service Handbook\n\nEdition 3"),
+        (("Scope",), "This handbook covers field service."),
+        (("Terms",), "A unit is one installed router."),
+    ]
+
+
 def test_without_outline_headings_come_from_font_size_and_weight():
     doc = _parse(D.pdf_by_fonts())
     assert doc.title == "Galaxy Phone Guide"

@@ -24,6 +24,8 @@ from vdgr_core.parsing.toc import build_document, nonspace_len
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^\s*(?:page\s*)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?\s*$", re.IGNORECASE)
 _HEADING_END = re.compile(r"[.,;:]$")
+_NUMBER_PREFIX = re.compile(r"^\s*(?:\d+|[A-Z])(?:\.\d+)*\.?\s+")
+_FILE_LIKE_TITLE = re.compile(r"\.(?:docx?|pdf|tex|dvi|rtf|odt|txt|indd)$|^microsoft\b|^untitled$", re.IGNORECASE)
 _MAX_HEADING_CHARS = 120
 _MAX_HEADING_WORDS = 16
 _MAX_LEVELS = 6
@@ -181,6 +183,14 @@ def _norm(text: str) -> str:
     return re.sub(r"\W+", "", text).casefold()
 
 
+def _body_style(lines: Sequence[Line]) -> tuple[float, bool]:
+    """Size and weight of most characters."""
+    weight: Counter = Counter()
+    for ln in lines:
+        weight[(ln.size, ln.bold)] += len(ln.text)
+    return weight.most_common(1)[0][0]
+
+
 def _may_be_heading(ln: Line) -> bool:
     return (ln.uniform and len(ln.text) <= _MAX_HEADING_CHARS and len(ln.text.split()) <= _MAX_HEADING_WORDS
             and any(c.isalpha() for c in ln.text) and not _HEADING_END.search(ln.text))
@@ -196,10 +206,7 @@ def font_headings(lines: Sequence[Line]) -> dict[int, tuple[int, int, str]]:
     """
     if not lines:
         return {}
-    weight: Counter = Counter()
-    for ln in lines:
-        weight[(ln.size, ln.bold)] += len(ln.text)
-    body_size, body_bold = weight.most_common(1)[0][0]
+    body_size, body_bold = _body_style(lines)
 
     def heading_style(ln: Line) -> bool:
         if not _may_be_heading(ln):
@@ -256,6 +263,10 @@ def outline_headings(bookmarks: Sequence[Bookmark], lines: Sequence[Line]) -> di
 
 
 def _find_title(title: str, page: int, lines: Sequence[Line], start: int) -> tuple[int, int]:
+    """(first line, number of lines) of ``title`` on ``page`` from ``start``; (start, 0) if absent.
+
+    The text may number the heading where the bookmark does not ("2.1 Naming" for "Naming").
+    """
     want = _norm(title)
     for i in range(start, len(lines)):
         if lines[i].page < page:
@@ -266,12 +277,34 @@ def _find_title(title: str, page: int, lines: Sequence[Line], start: int) -> tup
         for j in range(i, min(i + 3, len(lines))):
             if lines[j].page != page:
                 break
-            got += _norm(lines[j].text)
-            if got == want:
+            text = lines[j].text if j > i else _NUMBER_PREFIX.sub("", lines[j].text)
+            got += _norm(text)
+            if got == want or (j == i and _norm(lines[j].text) == want):
                 return i, j - i + 1
             if not want.startswith(got):
                 break
     return start, 0
+
+
+def document_title(reader, lines: Sequence[Line], first_heading: int) -> Optional[str]:
+    """The title the PDF declares (metadata, unless it is a file name) or shows on its cover.
+
+    The cover title is the line in the largest font, larger than the body font, on the first
+    page before the first heading.
+    """
+    try:
+        meta = reader.metadata
+        declared = " ".join(str(meta.title or "").split()) if meta is not None else ""
+    except Exception:   # noqa: BLE001 - a broken info dictionary only loses the declared title
+        declared = ""
+    if declared and any(c.isalpha() for c in declared) and not _FILE_LIKE_TITLE.search(declared):
+        return declared
+    cover = [ln for ln in lines[:first_heading] if ln.page == 1 and _may_be_heading(ln)]
+    if not cover:
+        return None
+    body_size, _ = _body_style(lines)
+    best = max(cover, key=lambda ln: ln.size)
+    return best.text if best.size >= max(body_size * _LARGER, body_size + _LARGER_PT) else None
 
 
 # ---------------------------------------------------------------------------- assembly
@@ -307,7 +340,9 @@ def parse_pdf(data: bytes, fallback_title: str) -> ParsedDocument:
     data:
         The file's bytes (size already checked).
     fallback_title:
-        Title when the document has no single leading top heading.
+        Title when the PDF declares none (metadata title that is not a file name), shows
+        none on its cover (largest font on page 1, before the first heading) and has no
+        single top-level heading.
 
     Returns
     -------
@@ -343,5 +378,8 @@ def parse_pdf(data: bytes, fallback_title: str) -> ParsedDocument:
             skip -= 1
             continue
         entries[-1][2].add(lines[i])
+    first_heading = min(starts, default=len(lines))
+    n_top = sum(1 for lvl, _, _ in entries if lvl == 1)
     return build_document([(lvl, title, body.text(), tuple(body.pages)) for lvl, title, body in entries],
-                          fallback_title)
+                          fallback_title, explicit_title=document_title(reader, lines, first_heading),
+                          can_title=[n_top == 1] * len(entries))
