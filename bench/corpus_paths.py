@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from vdgr_core.parsing import format_for_path, parse_document
+from schemas.config import LimitsConfig
+from vdgr_core.parsing import format_for_path, parse_bytes
 
 
 def _folder_title(folder: Path) -> str:
@@ -45,7 +46,7 @@ def corpus_section_paths(root: Path) -> dict[tuple[str, ...], str]:
         rel = f.relative_to(root)
         titles = [rel.parts[0]] + [_folder_title(root.joinpath(*rel.parts[:i + 1]))
                                    for i in range(1, len(rel.parts) - 1)]
-        doc = parse_document(f.read_text(encoding="utf-8"), fmt, f.stem)
+        doc = parse_bytes(f.read_bytes(), fmt, f.stem, LimitsConfig().max_file_bytes)
         for s in doc.sections:
             if s.text.strip():
                 out.setdefault(tuple(titles + [doc.title] + list(s.heading_path)), rel.as_posix())

@@ -77,7 +77,7 @@ def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id
     shards = staging.read_shards()
     parent_build_id = None
     if keep is not None:
-        tables = {name: pa.concat_tables([keep.kept_rows(name).cast(t.schema), t])
+        tables = {name: pa.concat_tables([T.conform(keep.kept_rows(name), t.schema), t])
                   for name, t in tables.items()}
         shards = sorted(keep.kept_shards() + shards, key=lambda s: s.domain)
         parent_build_id = keep.reader.manifest.build_id

@@ -51,7 +51,7 @@ from vdgr_core.store.writer import commit_index
 _log = logging.getLogger("vdgr.update")
 
 _NO_VECTOR = ["chunk_id", "doc_id", "text", "source", "title", "path", "parent_id", "domain", "collection",
-              "version", "acl", "position", "n_tokens", "summary", "entities", "terms"]
+              "version", "acl", "position", "page", "n_tokens", "summary", "entities", "terms"]
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,8 @@ class _DomainMerge:
         self.embeddings_computed = self.embeddings_from_cache = 0
         self.new_vectors = pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim))
         with ThreadPoolExecutor(max_workers=len(T.TABLES)) as pool:   # LanceDB reads release the GIL
-            self._old = dict(zip(T.TABLES, pool.map(reader.arrow, T.TABLES)))
+            self._old = {name: T.conform(table, T.schema_for(name, dim))   # an older index: new columns null
+                         for name, table in zip(T.TABLES, pool.map(reader.arrow, T.TABLES))}
         old = self._old[T.CONTENTS]
         kept = old.filter(pc.invert(_isin(old.column("source"), change.leaving)))
         self._kept_domain_contents = kept.filter(_isin(kept.column("domain"), change.domains))

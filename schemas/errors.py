@@ -14,6 +14,9 @@ class DeadLetterReason(str, enum.Enum):
     PARSE_ERROR = "parse_error"
     READ_ERROR = "read_error"
     NO_CONTENT = "no_content"
+    ENCRYPTED = "encrypted"            # a PDF or DOCX that needs a password
+    CORRUPT = "corrupt"                # a PDF or DOCX its library cannot read
+    NO_TEXT_LAYER = "no_text_layer"    # a PDF whose pages hold no text (scanned images)
 
 
 class VdgrError(Exception):

@@ -25,12 +25,34 @@ class Section:
     text:
         Body text under this heading, subsections excluded; paragraphs separated by
         a blank line.
+    pages:
+        For paged formats (PDF), ``(offset, page)`` pairs in order: the text from its
+        ``offset``-th non-whitespace character on starts on 1-based ``page``. Counting
+        non-whitespace characters keeps offsets valid through whitespace normalization
+        and chunking. Empty for formats without pages.
     """
 
     title: str
     level: int
     heading_path: tuple[str, ...]
     text: str
+    pages: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> Optional[int]:
+        """The page holding the ``offset``-th non-whitespace character of ``text`` (None without pages).
+
+        Examples
+        --------
+        >>> s = Section("Setup", 1, ("Setup",), "abc def", pages=((0, 2), (3, 3)))
+        >>> s.page_at(0), s.page_at(2), s.page_at(3), Section("", 0, (), "x").page_at(0)
+        (2, 2, 3, None)
+        """
+        page = self.pages[0][1] if self.pages else None
+        for start, p in self.pages:
+            if start > offset:
+                break
+            page = p
+        return page
 
 
 @dataclass(frozen=True)
@@ -113,6 +135,7 @@ class Chunk:
     n_tokens: int
     summary: str = ""
     entities: tuple[str, ...] = ()   # normalized entity names found in the chunk
+    page: Optional[int] = None       # 1-based page where the chunk's text starts (paged formats)
 
 
 @dataclass(frozen=True)

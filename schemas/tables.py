@@ -91,6 +91,7 @@ def contents_schema(dim: int) -> pa.Schema:
         ("acl_text", pa.string()),
         ("public", pa.bool_()),
         ("position", pa.int32()),
+        ("page", pa.int32()),            # 1-based page where the chunk starts; null for unpaged formats
         ("n_tokens", pa.int32()),
         ("summary", pa.string()),
         ("entities", _STR_LIST),         # normalized entity names
@@ -142,6 +143,18 @@ def embedding_cache_schema(dim: int) -> pa.Schema:
         ("key", pa.string()),            # sha256(model id + text)
         ("vector", pa.list_(pa.float32(), dim)),
     ])
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: columns added to the contract since it was written are null.
+
+    Lets an update carry over rows of an index written before a nullable column existed
+    (e.g. ``contents.page``); a missing non-nullable column still fails the cast.
+    """
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select(schema.names).cast(schema)
 
 
 def schema_for(table: str, dim: int) -> pa.Schema:

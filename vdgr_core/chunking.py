@@ -11,6 +11,7 @@ from schemas.errors import ConfigError, DeadLetterReason, DocumentError
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask, ParsedDocument
 from vdgr_core import ids
 from vdgr_core.metadata import apply_front_matter
+from vdgr_core.parsing.toc import nonspace_len
 from vdgr_core.sentences import split_sentences
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -125,7 +126,7 @@ def split_text(text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
         Chunks in order; [] for blank text. No chunk has more than
         ``max_tokens + overlap_tokens`` tokens and every word of ``text`` is kept.
     """
-    return [piece for piece, _ in _split_counted(text, max_tokens, overlap_tokens)]
+    return [piece for piece, _, _ in _split_counted(text, max_tokens, overlap_tokens)]
 
 
 # Sections repeat across the documents of a corpus (manuals of several models and versions), so
@@ -133,22 +134,29 @@ def split_text(text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
 _MEMO_MAX_CHARS = 65536
 
 
-def _split_counted(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int], ...]:
-    """``split_text``'s chunks, each with its ``count_tokens`` (memoized for usual sizes)."""
+def _split_counted(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int, int], ...]:
+    """``split_text``'s chunks, each with its ``count_tokens`` and start (memoized for usual sizes).
+
+    The start is the number of non-whitespace characters of ``text`` before the chunk's first
+    one (its overlap included): the unit of ``Section.pages``, which whitespace changes made by
+    splitting and packing leave intact.
+    """
     if len(text) <= _MEMO_MAX_CHARS:
         return _split_counted_memo(text, max_tokens, overlap_tokens)
     return _split_counted_now(text, max_tokens, overlap_tokens)
 
 
-def _split_counted_now(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int], ...]:
+def _split_counted_now(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int, int], ...]:
     if not text.strip():
         return ()
     base = [c for c in _split(text.strip(), max_tokens, 0) if c.strip()]
-    out = base[:1]
+    out = [(base[0], 0)]
+    start = 0
     for prev, chunk in zip(base, base[1:]):
+        start += nonspace_len(prev)
         tail = _tail(prev, overlap_tokens)
-        out.append(f"{tail} {chunk}" if tail else chunk)
-    return tuple((piece, count_tokens(piece)) for piece in out)
+        out.append((f"{tail} {chunk}", start - nonspace_len(tail)) if tail else (chunk, start))
+    return tuple((piece, count_tokens(piece), at) for piece, at in out)
 
 
 _split_counted_memo = lru_cache(maxsize=8192)(_split_counted_now)
@@ -265,7 +273,7 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
                 source=task.rel_path,
             )
             nodes[full_path] = node
-        for text, n_tokens in _split_counted(section.text, config.max_tokens, config.overlap_tokens):
+        for text, n_tokens, start in _split_counted(section.text, config.max_tokens, config.overlap_tokens):
             cid = ids.chunk_id(task.rel_path, text)
             if cid in seen:
                 continue
@@ -284,6 +292,7 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
                 acl=acl,
                 position=len(chunks),
                 n_tokens=n_tokens,
+                page=section.page_at(start),
             ))
     return DocumentChunks(title=title, meta=meta, directories=tuple(nodes.values()),
                           chunks=tuple(chunks))

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 from schemas.config import ChunkingConfig
 from schemas.records import DocMeta, DocumentTask, ParsedDocument, Section
 from vdgr_core import ids
-from vdgr_core.chunking import chunk_document, count_tokens, folder_nodes, split_text
+from vdgr_core.chunking import _split_counted, chunk_document, count_tokens, folder_nodes, split_text
 
 
 def test_count_tokens():
@@ -87,6 +87,16 @@ def test_property_no_word_lost_order_kept_size_and_overlap(pairs):
     assert pos == len(words)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_word, _sep), min_size=1, max_size=600))
+def test_property_chunk_start_is_its_non_whitespace_offset(pairs):
+    text = "".join(w + s for w, s in pairs)
+    flat = "".join(text.split())
+    for chunk, _, start in _split_counted(text, 40, 5):
+        piece = "".join(chunk.split())
+        assert flat[start:start + len(piece)] == piece
+
+
 # ------------------------------------------------------------------------- documents
 
 def _task(folder_metas=None):
@@ -162,3 +172,12 @@ def test_split_text_memo_returns_fresh_lists():
     first.append("changed")
     assert split_text(text, 6, 2) == first[:-1]
     assert split_text(text, 6, 2) is not split_text(text, 6, 2)
+
+
+def test_chunk_page_is_the_page_its_text_starts_on():
+    body = "\n\n".join(f"p{i} " + "word " * 30 for i in range(6))
+    pages = ((0, 4), (len("".join(body.split("\n\np2")[0].split())), 5))   # p2 onwards: page 5
+    parsed = ParsedDocument("T", (Section("S", 1, ("S",), body, pages), Section("U", 1, ("U",), "plain")))
+    chunks = chunk_document(_task(), parsed, ChunkingConfig(max_tokens=32, overlap_tokens=0)).chunks
+    assert [(c.text.split()[0], c.page) for c in chunks] == [
+        ("p0", 4), ("p1", 4), ("p2", 5), ("p3", 5), ("p4", 5), ("p5", 5), ("plain", None)]

@@ -9,8 +9,7 @@ from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import Chunk, DeadLetter, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.chunking import chunk_document
 from vdgr_core.ids import content_hash, doc_id
-from vdgr_core.parsing import format_for_path, parse_document
-from vdgr_core.parsing.decode import decode_document
+from vdgr_core.parsing import format_for_path, parse_bytes
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class IndexedDocument:
 
 
 def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> IndexedDocument:
-    """Decode, parse and chunk ``data`` (the bytes of ``task``'s file).
+    """Parse (text formats: decode first) and chunk ``data`` (the bytes of ``task``'s file).
 
     Raises
     ------
@@ -37,10 +36,9 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
     fmt = format_for_path(task.rel_path)
     if fmt is None:
         raise DocumentError(DeadLetterReason.UNSUPPORTED, f"no parser for {task.rel_path!r}")
-    text = decode_document(data, config.limits.max_file_bytes)
     fallback = task.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     try:
-        parsed = parse_document(text, fmt, fallback)
+        parsed = parse_bytes(data, fmt, fallback, config.limits.max_file_bytes)
     except DocumentError:
         raise
     except Exception as e:  # a parser bug must not stop the build: dead-letter it, typed

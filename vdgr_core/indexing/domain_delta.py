@@ -39,7 +39,7 @@ def chunk_from_row(row: Mapping) -> Chunk:
         title=row["title"], path=tuple(row["path"]), parent_id=row["parent_id"], domain=row["domain"],
         collection=row["collection"], version=row["version"], acl=tuple(row["acl"] or ()),
         position=row["position"], n_tokens=row["n_tokens"], summary=row["summary"],
-        entities=tuple(row["entities"] or ()),
+        entities=tuple(row["entities"] or ()), page=row.get("page"),
     )
 
 

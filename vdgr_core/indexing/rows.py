@@ -26,7 +26,7 @@ def chunk_row(c: Chunk, vector, mentions: Sequence = ()) -> dict:
         "chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text, "source": c.source,
         "title": c.title, "path": list(c.path), "parent_id": c.parent_id, "domain": c.domain,
         "collection": c.collection, "version": c.version, "acl": sorted(c.acl),
-        "acl_text": acl_text(c.acl), "public": not c.acl, "position": c.position,
+        "acl_text": acl_text(c.acl), "public": not c.acl, "position": c.position, "page": c.page,
         "n_tokens": c.n_tokens, "summary": c.summary, "entities": list(c.entities),
         "terms": [{"norm": m.norm, "name": m.name, "kind": m.kind, "score": float(m.score),
                    "mentions": m.mentions} for m in sorted(mentions, key=lambda m: m.norm)],

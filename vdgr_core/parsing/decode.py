@@ -56,6 +56,14 @@ def _decode(data: bytes, encoding: str) -> str:
         ) from None
 
 
+def check_size(data: bytes, max_bytes: int) -> None:
+    """Refuse a document larger than ``max_bytes`` (TOO_LARGE) or of zero bytes (EMPTY)."""
+    if len(data) > max_bytes:
+        raise DocumentError(DeadLetterReason.TOO_LARGE, f"{len(data)} bytes > limit {max_bytes}")
+    if not data:
+        raise DocumentError(DeadLetterReason.EMPTY, "zero bytes")
+
+
 def decode_document(data: bytes, max_bytes: int) -> str:
     """Decode the bytes of a document into text with ``\\n`` newlines.
 
@@ -77,10 +85,7 @@ def decode_document(data: bytes, max_bytes: int) -> str:
         TOO_LARGE, EMPTY, BINARY, TRUNCATED (valid UTF-8 cut inside a final multibyte
         sequence) or UNDECODABLE (neither UTF-8 nor UTF-16 with a BOM).
     """
-    if len(data) > max_bytes:
-        raise DocumentError(DeadLetterReason.TOO_LARGE, f"{len(data)} bytes > limit {max_bytes}")
-    if not data:
-        raise DocumentError(DeadLetterReason.EMPTY, "zero bytes")
+    check_size(data, max_bytes)
     if data.startswith(codecs.BOM_UTF8):
         body, encoding = data[len(codecs.BOM_UTF8):], "utf-8"
     elif data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):

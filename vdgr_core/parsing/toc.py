@@ -6,9 +6,23 @@ from typing import Iterable, Optional, Sequence
 
 from schemas.records import ParsedDocument, Section
 
-Entry = tuple[int, str, str]   # (raw heading level, 0 for the preamble; title; body text)
+# (raw heading level, 0 for the preamble; title; body text) and, for paged formats, a fourth
+# item: the body's pages as (non-whitespace offset, page) pairs (see ``Section.pages``)
+Entry = tuple
+Pages = tuple[tuple[int, int], ...]
 
 _BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def nonspace_len(text: str) -> int:
+    """Number of non-whitespace characters: the unit of page offsets (``Section.pages``).
+
+    Examples
+    --------
+    >>> nonspace_len(" a b\n\nc ")
+    3
+    """
+    return len("".join(text.split()))
 
 
 def normalize_body(text: str) -> str:
@@ -23,8 +37,27 @@ def normalize_body(text: str) -> str:
     return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip("\n")
 
 
-def _join_bodies(*bodies: str) -> str:
-    return "\n\n".join(b for b in bodies if b.strip())
+def _unpack(entry: Entry) -> tuple[int, str, str, Pages]:
+    level, title, body = entry[:3]
+    return level, title, body, tuple(entry[3]) if len(entry) > 3 else ()
+
+
+def _join_bodies(*bodies: tuple[str, Pages]) -> tuple[str, Pages]:
+    """Join (text, pages) bodies with a blank line, shifting each one's page offsets."""
+    texts: list[str] = []
+    pages: list[tuple[int, int]] = []
+    offset = 0
+    for text, body_pages in bodies:
+        if not text.strip():
+            continue
+        texts.append(text)
+        for start, page in body_pages:
+            if pages and pages[-1][0] == start + offset:
+                pages.pop()
+            if not pages or pages[-1][1] != page:
+                pages.append((start + offset, page))
+        offset += nonspace_len(text)
+    return "\n\n".join(texts), tuple(pages)
 
 
 def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
@@ -39,7 +72,7 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     Parameters
     ----------
     entries:
-        ``(level, title, body)`` in document order.
+        ``(level, title, body)`` or ``(level, title, body, pages)`` in document order.
 
     Returns
     -------
@@ -47,24 +80,25 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     """
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
-    for level, title, body in entries:
-        body = normalize_body(body)
+    for entry in entries:
+        level, title, body, pages = _unpack(entry)
+        body, pages = _join_bodies((normalize_body(body), pages))
         title = " ".join(title.split())
         if level <= 0 or not title:
             if not body:
                 continue
             if sections and (level > 0 or sections[-1].level == 0):
                 prev = sections[-1]
-                sections[-1] = Section(prev.title, prev.level, prev.heading_path,
-                                       _join_bodies(prev.text, body))
+                text, joined = _join_bodies((prev.text, prev.pages), (body, pages))
+                sections[-1] = Section(prev.title, prev.level, prev.heading_path, text, joined)
             else:
-                sections.append(Section("", 0, (), body))
+                sections.append(Section("", 0, (), body, pages))
             continue
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
         path = tuple(t for _, t in stack)
-        sections.append(Section(title, len(path), path, body))
+        sections.append(Section(title, len(path), path, body, pages))
     return tuple(sections)
 
 
@@ -85,7 +119,8 @@ def build_document(
     Parameters
     ----------
     entries:
-        ``(raw level, title, body)``; level 0 for text before the first heading.
+        ``(raw level, title, body)`` or ``(raw level, title, body, pages)``; level 0 for
+        text before the first heading.
     fallback_title:
         Title when nothing better exists (usually from the file name).
     explicit_title:
@@ -100,15 +135,15 @@ def build_document(
     -------
     ParsedDocument
     """
-    entries = [(lvl, " ".join(t.split()), b) for lvl, t, b in entries]
+    entries = [(lvl, " ".join(t.split()), b, pages) for lvl, t, b, pages in map(_unpack, entries)]
     h1 = [i for i, e in enumerate(entries)
           if e[0] == 1 and e[1] and (can_title is None or can_title[i])]
     first_heading = next((i for i, e in enumerate(entries) if e[0] > 0 and e[1]), None)
     h1_title = entries[h1[0]][1] if h1 else ""
     if len(h1) == 1 and h1[0] == first_heading:
         i = h1[0]
-        pre = _join_bodies(*(e[2] for e in entries[: i + 1]))
-        entries = [(0, "", pre)] + list(entries[i + 1:])
+        pre, pre_pages = _join_bodies(*((e[2], e[3]) for e in entries[: i + 1]))
+        entries = [(0, "", pre, pre_pages)] + list(entries[i + 1:])
     title = (explicit_title or "").strip() or h1_title or fallback_title
     return ParsedDocument(title=" ".join(title.split()), sections=build_sections(entries),
                           metadata=tuple(metadata))

@@ -173,6 +173,7 @@ class Contents(_Rows):
     parent_id: list[str] = field(default_factory=list)
     position: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     entities: list[tuple[str, ...]] = field(default_factory=list)
+    page: list[Optional[int]] = field(default_factory=list)   # None: unpaged format or older index
 
 
 @dataclass
@@ -316,6 +317,7 @@ def load_index_data(reader) -> IndexData:
         parent_id=c.column("parent_id").to_pylist(),
         position=np.array(c.column("position").to_pylist(), dtype=np.int64),
         entities=_lists(c, "entities"),
+        page=c.column("page").to_pylist() if "page" in c.column_names else [None] * c.num_rows,
     )
     d = reader.arrow(T.DIRECTORIES)
     directories = Directories(

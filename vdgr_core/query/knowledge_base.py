@@ -265,7 +265,8 @@ class KnowledgeBase:
         return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
                         source=c.source[r], path=list(c.path[r]), title=c.title[r], text=p.text,
                         score=round(float(h.score), 8), routes=list(h.routes),
-                        section_id=c.parent_id[r] or "", chunk_ids=[str(c.ids[x]) for x in p.rows])
+                        section_id=c.parent_id[r] or "", chunk_ids=[str(c.ids[x]) for x in p.rows],
+                        page=c.page[r])
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
         """Answer screen: redactions and unsupported sentences are recorded in the trace."""

@@ -34,6 +34,7 @@ class Evidence(BaseModel):
     routes: list[str]
     section_id: str = ""
     chunk_ids: list[str] = Field(default_factory=list)
+    page: Optional[int] = None     # 1-based page where the best matched chunk starts (PDF); None otherwise
 
 
 class TraceStep(BaseModel):
