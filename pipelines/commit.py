@@ -56,6 +56,8 @@ class KeepFromIndex:
     recomputed: tuple[str, ...]
 
     def kept_rows(self, name: str) -> pa.Table:
+        if name not in self.reader.manifest.table_versions:     # a table added since that build
+            return pa.Table.from_pylist([], schema=T.schema_for(name, self.reader.dim))
         old = self.reader.arrow(name)
         if old.num_rows == 0:
             return old

@@ -9,6 +9,7 @@ from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import Chunk, DeadLetter, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.chunking import chunk_document
 from vdgr_core.ids import content_hash, doc_id
+from vdgr_core.indexing.mask import mask_parsed, mask_raw
 from vdgr_core.parsing import format_for_path, parse_document
 from vdgr_core.parsing.decode import decode_document
 
@@ -24,10 +25,15 @@ class IndexedDocument:
     content_hash: str
     directories: tuple[DirectoryNode, ...]
     chunks: tuple[Chunk, ...]
+    # credentials masked in the text (line, kind, fingerprint; never the secret)
+    secret_findings: tuple = ()
 
 
 def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> IndexedDocument:
-    """Decode, parse and chunk ``data`` (the bytes of ``task``'s file).
+    """Decode, mask credentials in, parse and chunk ``data`` (the bytes of ``task``'s file).
+
+    Credentials are masked before parsing (and once more in the parsed text), so every row
+    made from the document holds ``[REDACTED:<kind>]`` instead (vdgr_core/indexing/mask.py).
 
     Raises
     ------
@@ -37,10 +43,11 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
     fmt = format_for_path(task.rel_path)
     if fmt is None:
         raise DocumentError(DeadLetterReason.UNSUPPORTED, f"no parser for {task.rel_path!r}")
-    text = decode_document(data, config.limits.max_file_bytes)
+    raw = decode_document(data, config.limits.max_file_bytes)
+    masked = mask_raw(raw)
     fallback = task.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     try:
-        parsed = parse_document(text, fmt, fallback)
+        parsed, late = mask_parsed(parse_document(masked.text, fmt, fallback), raw)
     except DocumentError:
         raise
     except Exception as e:  # a parser bug must not stop the build: dead-letter it, typed
@@ -59,6 +66,7 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
         content_hash=content_hash(data),
         directories=chunked.directories,
         chunks=chunked.chunks,
+        secret_findings=tuple(sorted(set(masked.findings + late), key=lambda f: (f.line, f.kind, f.fingerprint))),
     )
 
 
