@@ -198,6 +198,12 @@ class KnowledgeBase:
             with trace.stage("reflection"):
                 fused = self._reflect(rq, fused, qscope, domains, cmask, k, trace)
         evidence = [self._evidence(f) for f in fused[:k]]
+        flagged = {str(self.data.contents.ids[f.row]): list(self.data.contents.flags[f.row])
+                   for f in fused[:k] if self.data.contents.flags[f.row]}
+        if flagged:
+            trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
+                       "(possible prompt injection; passed to any LLM as delimited data only)",
+                       injection_flags=flagged)
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)
             if cfg.guardrails.screen_answers:
@@ -256,7 +262,9 @@ class KnowledgeBase:
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
         """Answer screen: redactions and unsupported sentences are recorded in the trace."""
-        checked = screen_answer(answer, [e.text for e in evidence], min_support=self.config.guardrails.min_support)
+        g = self.config.guardrails
+        checked = screen_answer(answer, [e.text for e in evidence], min_support=g.min_support,
+                                phone_regions=g.phone_regions)
         if checked.redactions or checked.unsupported:
             trace.step("guardrails", "answer screened", redacted=list(checked.redactions),
                        unsupported=list(checked.unsupported))
