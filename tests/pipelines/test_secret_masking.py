@@ -1,6 +1,7 @@
 """Credentials are masked at index time: no table, shard or cache holds them; owners get a report."""
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
@@ -8,6 +9,7 @@ import tantivy
 
 from pipelines.run_build import run_build
 from pipelines.run_update import run_update
+from runners.index_cli import print_report
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
 from vdgr_core.store.reader import IndexReader
@@ -21,9 +23,12 @@ ENTITY_KEY = "AKIAJ7QWERTYUIOPASDF"
 KEY_BODY = "MIIEowIBAAKCAQEA7bq98tJ2kqCXF1o3hcgMmlOn7HeuFC1LkZ4oAm0oW7v3nJ0T"
 TITLE_TOKEN = "ghp_R2d2C3poX4wingY5tieZ6falcon7Luke8ABc"
 YAML_PASSWORD = "Hunter2Hunter2!"
-SECRETS = [AWS_KEY, AWS_SECRET, DB_PASSWORD, MARKUP_PASSWORD, ENTITY_KEY, KEY_BODY, TITLE_TOKEN, YAML_PASSWORD]
+META_TOKEN = "9f8e7d6c5b4a3f2e1d0c"
+SECRETS = [AWS_KEY, AWS_SECRET, DB_PASSWORD, MARKUP_PASSWORD, ENTITY_KEY, KEY_BODY, TITLE_TOKEN, YAML_PASSWORD,
+           META_TOKEN]
 
 FILES = {
+    "ops/_meta.yaml": f"description: 'Ops runbooks; the vault token: {META_TOKEN}'\n",
     "ops/staging/deploy.md": (
         "---\ntitle: Staging deploy\n---\n# Staging deploy\n\n## Credentials\n\n"
         f"Export AWS_ACCESS_KEY_ID={AWS_KEY} and\nAWS_SECRET_ACCESS_KEY={AWS_SECRET} before the run.\n\n"
@@ -107,6 +112,8 @@ def test_masked_text_keeps_the_rest_and_names_the_kind(built):
     assert "password is [REDACTED:password]" in texts
     assert "[REDACTED:private_key]" in texts and "Then restart the agent." in texts
     assert "Released 2026-11-29 for 4 100 000 RUB; firmware 2.0.1, part SM-G973F." in texts
+    ops = next(d for d in IndexReader(index).manifest.domains if d.name == "ops")
+    assert ops.description == "Ops runbooks; the vault token: [REDACTED:token]"
 
 
 def test_findings_table_lists_document_line_and_kind(built):
@@ -124,6 +131,9 @@ def test_findings_table_lists_document_line_and_kind(built):
     ]
     assert all(len(r["fingerprint"]) == 16 and r["domain"] == "ops" for r in rows)
     assert report.secret_findings == len(rows) == report.rows[T.SECRET_FINDINGS]
+    out = io.StringIO()
+    print_report(report, out)
+    assert f"secrets       {len(rows):>9,d} masked" in out.getvalue()
 
 
 def test_dead_letter_detail_of_a_document_with_a_secret_is_masked(built):
