@@ -22,6 +22,11 @@ setup(
         "pypdf>=5",               # PDF: encryption, outline (bookmarks) and their pages
         "pdfminer.six>=20231228", # PDF: text lines with font size and weight
         "python-docx>=1.1",
+        # credentials masked at index time and in answers (vdgr_core/safety/secrets.py): the
+        # pinned release is part of the content rules recorded in the manifest
+        "detect-secrets==1.5.0",
+        # phone numbers in the answer screen (vdgr_core/safety/personal.py)
+        "phonenumbers>=8.13",
     ],
     extras_require={
         # The indexing side. Beam is kept out of the core install so the query module

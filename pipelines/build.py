@@ -32,7 +32,7 @@ from vdgr_core.embedding import embedding_key
 from vdgr_core.ids import doc_id
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.rows import (annotated_row, content_embedding_text, dead_letter_row,
-                                     directory_embedding_text, directory_row)
+                                     directory_embedding_text, directory_row, secret_finding_rows)
 
 
 def _document_row(doc) -> dict:
@@ -51,6 +51,11 @@ def _dead_document_row(d, tasks_by_path) -> dict:
             "acl": sorted(meta.acl) if meta else [], "title": "", "content_hash": d.content_hash,
             "fingerprint": task_fingerprint(task, d.content_hash) if task else skipped_fingerprint(d.rel_path),
             "status": "dead_letter", "n_chunks": 0}
+
+
+def document_secret_findings(doc) -> list[dict]:
+    """The ``secret_findings`` rows of an indexed document (credentials masked in it)."""
+    return secret_finding_rows(doc.task.rel_path, doc.task.domain, doc.secret_findings)
 
 
 def _with_vector(row: dict, vector) -> dict:
@@ -139,6 +144,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
         T.ENTITIES: [entity_rows],
         T.EDGES: [existence, cooccurrence, containment],
         T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.Map(dead_letter_row)],
+        T.SECRET_FINDINGS: [docs | "Secret finding rows" >> beam.FlatMap(document_secret_findings)],
         T.EMBEDDING_CACHE: [embedded[NEW_VECTORS]],
     }
     staged = [rows | f"Stage {name} {i}" >> StageParquet(staging.prefix(name), staged_schema(name, dim))

@@ -15,6 +15,7 @@ from schemas import tables as T
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.embed_cache import append_to_cache
 from vdgr_core.indexing.entity_vectors import with_entity_vectors
+from vdgr_core.safety.secrets import mask_short
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import ShardInfo
@@ -27,7 +28,8 @@ def domain_infos(scan: CorpusScan, documents: pa.Table, contents: pa.Table) -> l
     for t in scan.tasks:
         if t.folder_metas and t.domain not in desc:
             labels = dict(t.folder_metas[0].labels)
-            desc[t.domain] = labels.get("description", "") or (t.folder_metas[0].title or "")
+            # credentials masked like document text (the manifest and router prompts carry it)
+            desc[t.domain] = mask_short(labels.get("description", "") or (t.folder_metas[0].title or ""))
     versions, collections, n_docs = defaultdict(set), defaultdict(set), defaultdict(int)
     for row in documents.select(["domain", "version", "collection", "status"]).to_pylist():
         if row["status"] != "indexed":
@@ -56,6 +58,8 @@ class KeepFromIndex:
     recomputed: tuple[str, ...]
 
     def kept_rows(self, name: str) -> pa.Table:
+        if name not in self.reader.manifest.table_versions:     # a table added since that build
+            return pa.Table.from_pylist([], schema=T.schema_for(name, self.reader.dim))
         old = self.reader.arrow(name)
         if old.num_rows == 0:
             return old

@@ -15,7 +15,7 @@ BM25 shards) is done afterwards by the driver from these rows and the stored one
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import apache_beam as beam
@@ -23,7 +23,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.build import (_content_row_without_vector, _dead_document_row, _document_row, _with_vector,
-                             staged_schema)
+                             document_secret_findings, staged_schema)
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -56,6 +56,8 @@ class ArrivingRows:
     embeddings_from_cache: int = 0
     llm_calls: int = 0
     llm_fallbacks: int = 0
+    secret_findings: pa.Table = field(
+        default_factory=lambda: pa.Table.from_pylist([], schema=T.secret_findings_schema()))
 
     @property
     def embedded(self) -> bool:
@@ -113,6 +115,8 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
                                    schema=staged_node_schema(dim)),
         new_vectors=pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim)),
         llm_calls=calls, llm_fallbacks=fallbacks,
+        secret_findings=pa.Table.from_pylist([r for d in docs for r in document_secret_findings(d)],
+                                             schema=T.secret_findings_schema()),
     )
 
 
@@ -158,6 +162,8 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
         T.CONTENTS: (content_rows, staged_schema(T.CONTENTS, dim)),
         T.DEAD_LETTERS: (dead | "Dead letter row" >> beam.Map(dead_letter_row), staged_schema(T.DEAD_LETTERS, dim)),
         T.EMBEDDING_CACHE: (embedded[NEW_VECTORS], staged_schema(T.EMBEDDING_CACHE, dim)),
+        T.SECRET_FINDINGS: (docs | "Secret finding rows" >> beam.FlatMap(document_secret_findings),
+                            staged_schema(T.SECRET_FINDINGS, dim)),
         NODES: (docs | "Document nodes" >> beam.FlatMap(lambda d: d.directories)
                 | "Node row" >> beam.Map(node_row), staged_node_schema(dim)),
     }
@@ -176,6 +182,7 @@ def read_staged(staging: Staging, dim: int, counter) -> ArrivingRows:
         embeddings_computed=counter("embeddings_computed"),
         embeddings_from_cache=counter("embeddings_from_cache"),
         llm_calls=counter("llm_calls"), llm_fallbacks=counter("llm_fallbacks"),
+        secret_findings=staging.read_table(T.SECRET_FINDINGS, staged_schema(T.SECRET_FINDINGS, dim)),
     )
 
 

@@ -116,6 +116,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
         wall_s=time.perf_counter() - t0, stage_s=stage,
         llm_calls=arriving.llm_calls + merged.llm_calls,
         llm_fallbacks=arriving.llm_fallbacks + merged.llm_fallbacks,
+        secret_findings=writes[T.SECRET_FINDINGS].rows,
     )
 
 
@@ -187,6 +188,7 @@ class _DomainMerge:
         return {
             T.DOCUMENTS: self._replace_rows(T.DOCUMENTS, "path", self._arriving.documents),
             T.DEAD_LETTERS: self._replace_rows(T.DEAD_LETTERS, "path", self._arriving.dead_letters),
+            T.SECRET_FINDINGS: self._replace_rows(T.SECRET_FINDINGS, "path", self._arriving.secret_findings),
             T.CONTENTS: pa.concat_tables([self._kept_contents.cast(contents_schema), arriving_contents]),
             T.DIRECTORIES: directories,
             T.ENTITIES: pa.concat_tables([self._kept(T.ENTITIES).cast(entity_table.schema), entity_table]),

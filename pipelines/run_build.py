@@ -15,6 +15,7 @@ from pipelines.build import build_pipeline
 from pipelines.commit import KeepFromIndex, commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
+from schemas import tables as T
 from schemas.config import BuildConfig
 from schemas.errors import DeadLetterReason
 from schemas.records import DeadLetter
@@ -44,6 +45,8 @@ class BuildReport:
     # reports no metrics.
     llm_calls: int = 0
     llm_fallbacks: int = 0
+    # rows of the secret_findings table: credentials masked in the indexed documents
+    secret_findings: int = 0
 
 
 def _counter(result, name: str) -> int:
@@ -153,7 +156,15 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
         stage_s=stage,
         llm_calls=_counter(result, "llm_calls"),
         llm_fallbacks=_counter(result, "llm_fallbacks"),
+        secret_findings=writes[T.SECRET_FINDINGS].rows,
     )
+
+
+def content_rules() -> str:
+    """Identity of the credential-masking and injection-flag rules the rows were made with."""
+    from vdgr_core.safety.secrets import RULES_VERSION
+
+    return f"{RULES_VERSION}/injection-1"
 
 
 def _skipped_letter(rel_path: str) -> DeadLetter:
@@ -168,6 +179,8 @@ def _skipped_letter(rel_path: str) -> DeadLetter:
 def config_summary(config: BuildConfig) -> dict:
     """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
     d = config.model_dump(mode="json", exclude={"corpus", "index", "update_in_driver_max_documents"})
+    # the content rules every row depends on: a change rebuilds every domain on the next update
+    d["content_rules"] = content_rules()
     if d.get("llm"):
         d["llm"].pop("api_key", None)
     d.get("embedding", {}).pop("api_key", None)

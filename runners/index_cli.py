@@ -69,6 +69,9 @@ def print_report(report, out=None) -> None:
     print(f"  embeddings    {report.embeddings_computed:>9,d} computed, "
           f"{report.embeddings_from_cache:,d} from cache", file=out)
     print(f"  BM25 shards   {len(m.tantivy_shards):>9,d}", file=out)
+    if report.secret_findings:
+        print(f"  secrets       {report.secret_findings:>9,d} masked (table secret_findings: document,"
+              " line, kind; rotate them)", file=out)
     if report.llm_calls or report.llm_fallbacks:
         print(f"  LLM requests  {report.llm_calls:>9,d}", file=out)
     if report.llm_fallbacks:

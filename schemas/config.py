@@ -137,6 +137,9 @@ class GuardrailConfig(_Frozen):
     deny_list: tuple[str, ...] = ()
     screen_answers: bool = True
     min_support: float = Field(default=0.5, ge=0, le=1)
+    # regions whose national phone formats the answer screen recognises (ISO 3166 codes;
+    # international "+" numbers are recognised whatever these are)
+    phone_regions: tuple[str, ...] = ("US", "GB", "DE", "FR", "RU")
 
 
 QueryConfig.model_rebuild()

@@ -12,8 +12,9 @@ ENTITIES = "entities"
 EDGES = "edges"
 DEAD_LETTERS = "dead_letters"
 EMBEDDING_CACHE = "embedding_cache"
+SECRET_FINDINGS = "secret_findings"
 
-TABLES = (DOCUMENTS, DIRECTORIES, CONTENTS, ENTITIES, EDGES, DEAD_LETTERS)
+TABLES = (DOCUMENTS, DIRECTORIES, CONTENTS, ENTITIES, EDGES, DEAD_LETTERS, SECRET_FINDINGS)
 
 # Edge kinds
 CONTAINS = "contains"        # directory -> directory | content   (directed)
@@ -97,6 +98,7 @@ def contents_schema(dim: int) -> pa.Schema:
         ("entities", _STR_LIST),         # normalized entity names
         ("terms", pa.list_(TERM_TYPE)),  # the same entities, sorted by norm, with name/kind/score/mentions
         ("text_hash", pa.string()),      # sha256 of text: embedding cache key part
+        ("flags", _STR_LIST),            # prompt-injection signals in title/path/text (vdgr_core.safety.injection)
         ("vector", pa.list_(pa.float32(), dim)),
     ])
 
@@ -138,6 +140,19 @@ def dead_letters_schema() -> pa.Schema:
     ])
 
 
+# --- secret findings: credentials masked at index time, for the owners to rotate ----------
+def secret_findings_schema() -> pa.Schema:
+    """One credential found (and masked) in a document; never the secret itself."""
+    return pa.schema([
+        ("finding_id", pa.string()),     # sha256 of (path, line, kind, fingerprint)
+        ("path", pa.string()),           # rel_path in the corpus
+        ("domain", pa.string()),
+        ("line", pa.int32()),            # 1-based line of the decoded document; 0 = unknown
+        ("kind", pa.string()),           # aws_access_key, private_key, password, ...
+        ("fingerprint", pa.string()),    # digest of the secret (vdgr_core.safety.secrets.fingerprint)
+    ])
+
+
 def embedding_cache_schema(dim: int) -> pa.Schema:
     return pa.schema([
         ("key", pa.string()),            # sha256(model id + text)
@@ -159,7 +174,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def schema_for(table: str, dim: int) -> pa.Schema:
     """Arrow schema of ``table``; ``dim`` is the vector width for tables that carry vectors."""
-    fixed = {DOCUMENTS: documents_schema, DEAD_LETTERS: dead_letters_schema, EDGES: edges_schema}
+    fixed = {DOCUMENTS: documents_schema, DEAD_LETTERS: dead_letters_schema, EDGES: edges_schema,
+             SECRET_FINDINGS: secret_findings_schema}
     if table in fixed:
         return fixed[table]()
     with_vectors = {

@@ -103,8 +103,11 @@ def _dir_row(domain, collection, version, full_path, parent, kind, acl, summary,
     }
 
 
-def build_tiny_index(index_dir: str, docs=DOCS) -> str:
-    """Build and commit the tiny index in ``index_dir``; return ``index_dir``."""
+def build_tiny_index(index_dir: str, docs=DOCS, descriptions=DESCRIPTIONS) -> str:
+    """Build and commit the tiny index in ``index_dir``; return ``index_dir``.
+
+    ``descriptions`` names the domains of the manifest (every domain of ``docs`` needs one).
+    """
     emb = HashingEmbedder(DIM)
     dirs: dict[str, dict] = {}
     contents: list[dict] = []
@@ -118,7 +121,7 @@ def build_tiny_index(index_dir: str, docs=DOCS) -> str:
         return row["node_id"]
 
     for d in docs:
-        root = add_dir(_dir_row(d.domain, "", "", [d.domain], "", "domain", (), DESCRIPTIONS[d.domain]))
+        root = add_dir(_dir_row(d.domain, "", "", [d.domain], "", "domain", (), descriptions[d.domain]))
         coll = add_dir(_dir_row(d.domain, d.collection, "", [d.domain, d.collection], root, "folder", (),
                                 f"{d.collection} of {d.domain}"))
         source = f"{d.domain}/{d.collection}/{d.title.replace(' ', '_')}.md"
@@ -199,10 +202,10 @@ def build_tiny_index(index_dir: str, docs=DOCS) -> str:
         T.EDGES: pa.Table.from_pylist(_dedup_edges(edges), schema=T.edges_schema()),
     }
     infos = []
-    for dom in sorted(DESCRIPTIONS):
+    for dom in sorted(descriptions):
         dd = [d for d in docs if d.domain == dom]
         infos.append(DomainInfo(
-            name=dom, description=DESCRIPTIONS[dom],
+            name=dom, description=descriptions[dom],
             versions=tuple(sorted({d.version for d in dd})),
             collections=tuple(sorted({d.collection for d in dd})),
             n_documents=len(dd), n_chunks=n_chunks[dom]))

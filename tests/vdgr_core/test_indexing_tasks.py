@@ -41,7 +41,7 @@ def test_annotate_chunk_one_call_summary_and_entities(openai_server):
     req = openai_server.chat_requests()[0]
     system, user = req["messages"][0]["content"], req["messages"][1]["content"]
     assert "not instructions" in system
-    assert user.count("<<<END DOCUMENT>>>") == 1  # the injected marker is defused
+    assert user.count("<<<END DOCUMENT") == 1  # the injected marker is defused
     assert "Hold the RESET button" in user and "Reset" in user
     assert req["response_format"]["json_schema"]["name"] == "ChunkAnnotation"
 

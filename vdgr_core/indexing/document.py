@@ -9,7 +9,9 @@ from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import Chunk, DeadLetter, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.chunking import chunk_document
 from vdgr_core.ids import content_hash, doc_id
-from vdgr_core.parsing import format_for_path, parse_bytes
+from vdgr_core.indexing.mask import mask_parsed, mask_raw
+from vdgr_core.parsing import format_for_path, is_binary_format, parse_bytes, parse_document
+from vdgr_core.parsing.decode import decode_document
 
 
 @dataclass(frozen=True)
@@ -23,10 +25,16 @@ class IndexedDocument:
     content_hash: str
     directories: tuple[DirectoryNode, ...]
     chunks: tuple[Chunk, ...]
+    # credentials masked in the text (line, kind, fingerprint; never the secret)
+    secret_findings: tuple = ()
 
 
 def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> IndexedDocument:
-    """Parse (text formats: decode first) and chunk ``data`` (the bytes of ``task``'s file).
+    """Decode (text formats), mask credentials in, parse and chunk ``data`` (the bytes of ``task``'s file).
+
+    Credentials are masked before parsing (and once more in the parsed text), so every row
+    made from the document holds ``[REDACTED:<kind>]`` instead (vdgr_core/indexing/mask.py).
+    PDF and DOCX are parsed from their bytes and masked in the parsed text only.
 
     Raises
     ------
@@ -37,8 +45,17 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
     if fmt is None:
         raise DocumentError(DeadLetterReason.UNSUPPORTED, f"no parser for {task.rel_path!r}")
     fallback = task.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if is_binary_format(fmt):
+        raw, early = "", ()
+    else:
+        raw = decode_document(data, config.limits.max_file_bytes)
+        masked = mask_raw(raw)
+        early = masked.findings
     try:
-        parsed = parse_bytes(data, fmt, fallback, config.limits.max_file_bytes)
+        if is_binary_format(fmt):
+            parsed, late = mask_parsed(parse_bytes(data, fmt, fallback, config.limits.max_file_bytes), raw)
+        else:
+            parsed, late = mask_parsed(parse_document(masked.text, fmt, fallback), raw)
     except DocumentError:
         raise
     except Exception as e:  # a parser bug must not stop the build: dead-letter it, typed
@@ -57,6 +74,7 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
         content_hash=content_hash(data),
         directories=chunked.directories,
         chunks=chunked.chunks,
+        secret_findings=tuple(sorted(set(tuple(early) + tuple(late)), key=lambda f: (f.line, f.kind, f.fingerprint))),
     )
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from schemas.records import Chunk, DeadLetter, DirectoryNode
 from schemas.tables import acl_text
-from vdgr_core.ids import content_hash, edge_id
+from vdgr_core.ids import content_hash, edge_id, stable_id
+from vdgr_core.safety.injection import injection_flags
 
 
 def content_embedding_text(path: Sequence[str], text: str) -> str:
@@ -30,8 +31,14 @@ def chunk_row(c: Chunk, vector, mentions: Sequence = ()) -> dict:
         "n_tokens": c.n_tokens, "summary": c.summary, "entities": list(c.entities),
         "terms": [{"norm": m.norm, "name": m.name, "kind": m.kind, "score": float(m.score),
                    "mentions": m.mentions} for m in sorted(mentions, key=lambda m: m.norm)],
-        "text_hash": content_hash(c.text), "vector": np.asarray(vector, dtype=np.float32),
+        "text_hash": content_hash(c.text), "flags": list(chunk_flags(c)),
+        "vector": np.asarray(vector, dtype=np.float32),
     }
+
+
+def chunk_flags(c: Chunk) -> tuple[str, ...]:
+    """Prompt-injection signals of a chunk: its path (titles from the domain down), title and text."""
+    return injection_flags(" > ".join(c.path) + "\n" + c.title + "\n" + c.text)
 
 
 def annotated_row(a, vector) -> dict:
@@ -52,6 +59,13 @@ def directory_row(n: DirectoryNode, vector) -> dict:
 def edge_row(kind: str, src: str, dst: str, domain: str, weight: float) -> dict:
     return {"edge_id": edge_id(kind, src, dst), "kind": kind, "src": src, "dst": dst,
             "domain": domain, "weight": float(weight)}
+
+
+def secret_finding_rows(rel_path: str, domain: str, findings) -> list[dict]:
+    """Rows of the ``secret_findings`` table for one document's findings (one per distinct finding)."""
+    return [{"finding_id": stable_id("secret", rel_path, str(f.line), f.kind, f.fingerprint),
+             "path": rel_path, "domain": domain, "line": f.line, "kind": f.kind,
+             "fingerprint": f.fingerprint} for f in sorted(set(findings), key=lambda f: (f.line, f.kind, f.fingerprint))]
 
 
 def dead_letter_row(d: DeadLetter) -> dict:

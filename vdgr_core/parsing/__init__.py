@@ -56,6 +56,11 @@ def format_for_path(path: str) -> Optional[str]:
     return _EXTENSIONS.get(posixpath.splitext(path.replace("\\", "/"))[1].lower())
 
 
+def is_binary_format(fmt: str) -> bool:
+    """True for formats parsed from bytes (PDF, DOCX), False for decoded text formats."""
+    return fmt in _BINARY_PARSERS
+
+
 def _with_content(parsed: ParsedDocument) -> ParsedDocument:
     if not any(s.text.strip() for s in parsed.sections):
         raise DocumentError(DeadLetterReason.NO_CONTENT, "no text in any section")
@@ -124,4 +129,4 @@ def parse_bytes(data: bytes, fmt: str, fallback_title: str, max_bytes: int) -> P
     return parse_document(decode_document(data, max_bytes), fmt, fallback_title)
 
 
-__all__ = ["SUPPORTED_EXTENSIONS", "format_for_path", "parse_bytes", "parse_document"]
+__all__ = ["SUPPORTED_EXTENSIONS", "format_for_path", "is_binary_format", "parse_bytes", "parse_document"]

@@ -48,8 +48,9 @@ def llm_answer(llm, question: str, evidence: Sequence[Evidence]) -> str:
 
     if not evidence:
         return NO_ANSWER
+    # the path and source are corpus text as well: inside the delimiters with the chunk
     blocks = "\n\n".join(
-        f"[{n}] {' > '.join(ev.path)} ({ev.source})\n{wrap_untrusted(ev.text, 'EVIDENCE')}"
+        f"[{n}]\n" + wrap_untrusted(f"{' > '.join(ev.path)} ({ev.source})\n{ev.text}", "EVIDENCE")
         for n, ev in enumerate(evidence, 1))
     system = ("Answer the question using only the numbered evidence. Cite every claim with the "
               "evidence number in square brackets, like [1]. If the evidence does not contain the "

@@ -6,7 +6,7 @@ computed *before* any top-k selection, so rows a user may not see never become c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -174,6 +174,7 @@ class Contents(_Rows):
     position: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     entities: list[tuple[str, ...]] = field(default_factory=list)
     page: list[Optional[int]] = field(default_factory=list)   # None: unpaged format or older index
+    flags: list[tuple[str, ...]] = field(default_factory=list)   # prompt-injection signals per chunk
 
 
 @dataclass
@@ -186,6 +187,20 @@ class Directories(_Rows):
     level: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     kind: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    # set by IndexData: rows with a content the groups may read somewhere below them
+    gate: Optional[Callable[[tuple[str, ...]], np.ndarray]] = field(default=None, repr=False)
+    _gated: dict = field(init=False, default_factory=dict, repr=False)
+
+    def visible(self, groups: tuple[str, ...]) -> np.ndarray:
+        """Rows the groups may read *and* under which they may read a content: a public folder
+        holding only restricted documents is not shown (its title would name what it holds)."""
+        base = super().visible(groups)
+        if self.gate is None:
+            return base
+        key = tuple(sorted(set(groups)))
+        if key not in self._gated:
+            self._gated[key] = base & self.gate(key)
+        return self._gated[key]
 
 
 @dataclass
@@ -283,6 +298,25 @@ class IndexData:
         pid = self.contents.parent_id
         self._section_node = np.array([d.index.get(pid[int(rows[0])] or "", -1) for rows in self.sections.rows],
                                       dtype=np.int64)
+        self._dir_parent = np.fromiter((d.index.get(p or "", -1) for p in d.parent_id), dtype=np.int64,
+                                       count=len(d))
+        self._content_parent = np.fromiter((d.index.get(p or "", -1) for p in self.contents.parent_id),
+                                           dtype=np.int64, count=len(self.contents))
+        d.gate = self._over_visible_contents
+
+    def _over_visible_contents(self, groups: tuple[str, ...]) -> np.ndarray:
+        """Directory rows with at least one content row ``groups`` may read below them."""
+        marks = np.zeros(len(self.directories), dtype=bool)
+        parents = self._content_parent[self.contents.visible(groups)]
+        frontier = np.zeros_like(marks)
+        frontier[parents[parents >= 0]] = True
+        while frontier.any():
+            marks |= frontier
+            up = self._dir_parent[frontier]
+            frontier = np.zeros_like(marks)
+            frontier[up[up >= 0]] = True
+            frontier &= ~marks
+        return marks
 
     def section_node(self, section: int) -> Optional[int]:
         """The directory row of a section's node (None when its chunks have no parent node)."""
@@ -318,6 +352,7 @@ def load_index_data(reader) -> IndexData:
         position=np.array(c.column("position").to_pylist(), dtype=np.int64),
         entities=_lists(c, "entities"),
         page=c.column("page").to_pylist() if "page" in c.column_names else [None] * c.num_rows,
+        flags=_lists(c, "flags") if "flags" in c.schema.names else [()] * c.num_rows,
     )
     d = reader.arrow(T.DIRECTORIES)
     directories = Directories(

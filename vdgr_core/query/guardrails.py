@@ -2,10 +2,12 @@
 
 * The **query screen** refuses a question that contains a deny-listed word or phrase (the owner
   extends the list in configuration). A refused question retrieves nothing.
-* The **answer screen** runs on the answer before it is returned: credentials and private keys
-  are redacted, e-mail addresses and phone numbers are redacted unless they appear in the
-  evidence the reader was allowed to see, and answer sentences whose content words are mostly
-  absent from that evidence are reported as unsupported.
+* The **answer screen** runs on the answer before it is returned: credentials are redacted with
+  the detector indexing masks documents with (:mod:`vdgr_core.safety.secrets`), e-mail addresses
+  and phone numbers (:mod:`vdgr_core.safety.personal`, ``phonenumbers``) are redacted unless they
+  appear in the evidence the reader was allowed to see, and answer sentences whose content
+  words are mostly absent from that evidence are reported as unsupported. Dates, amounts,
+  versions and part numbers are left as they are.
 """
 from __future__ import annotations
 
@@ -13,18 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from vdgr_core.safety.personal import DEFAULT_PHONE_REGIONS, find_personal
+from vdgr_core.safety.secrets import find_secrets, mask_token
+
 _WORD = re.compile(r"[a-z0-9]+")
-_SECRET_PATTERNS = (
-    ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
-    ("api_key", re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}\b")),
-    ("aws_key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    ("github_token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    ("password", re.compile(r"(?i)\b(password|passwd|secret|token)\s*[:=]\s*\S+")),
-)
-_PERSONAL_PATTERNS = (
-    ("email", re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")),
-    ("phone", re.compile(r"(?<!\w)\+?\d[\d ()-]{7,}\d(?!\w)")),
-)
 _STOP = frozenset("a an and are as at be by can do for from how i if in is it of on or the this "
                   "to was what when where which with you your".split())
 
@@ -52,20 +46,37 @@ def screen_query(question: str, deny_list: Sequence[str]) -> QueryScreen:
     return QueryScreen(True)
 
 
-def screen_answer(answer: str, evidence_texts: Sequence[str], *, min_support: float = 0.5) -> AnswerScreen:
-    """Redact secrets and unsupported personal data; report unsupported sentences."""
+def _replace(text: str, spans, replacement) -> str:
+    parts, pos = [], 0
+    for s in spans:
+        parts += [text[pos:s.start], replacement(s)]
+        pos = s.end
+    return "".join(parts) + text[pos:]
+
+
+def screen_answer(answer: str, evidence_texts: Sequence[str], *, min_support: float = 0.5,
+                  phone_regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> AnswerScreen:
+    """Redact credentials and unsupported personal data; report unsupported sentences.
+
+    Parameters
+    ----------
+    answer : str
+        The answer text (extractive or from the LLM).
+    evidence_texts : sequence of str
+        The texts of the evidence the reader may see: personal data found there is kept.
+    min_support : float
+        Share of an answer sentence's content words that must occur in the evidence.
+    phone_regions : sequence of str
+        Regions whose national phone formats are recognised.
+    """
     context = "\n".join(evidence_texts)
     redactions: list[str] = []
-    for kind, pattern in _SECRET_PATTERNS:
-        answer, n = pattern.subn(f"[redacted {kind}]", answer)
-        redactions += [kind] * n
-    for kind, pattern in _PERSONAL_PATTERNS:
-        def _keep_if_cited(m, kind=kind):
-            if m.group(0) in context:
-                return m.group(0)
-            redactions.append(kind)
-            return f"[redacted {kind}]"
-        answer = pattern.sub(_keep_if_cited, answer)
+    secrets = find_secrets(answer)
+    redactions += [s.kind for s in secrets]
+    answer = _replace(answer, secrets, lambda s: mask_token(s.kind))
+    personal = [p for p in find_personal(answer, phone_regions) if answer[p.start:p.end] not in context]
+    redactions += [p.kind for p in personal]
+    answer = _replace(answer, personal, lambda p: f"[redacted {p.kind}]")
     context_words = set(_WORD.findall(context.casefold()))
     unsupported = []
     for sentence in re.split(r"(?<=[.!?])\s+", answer):

@@ -194,9 +194,16 @@ class KnowledgeBase:
                 hits = self._with_backtrack(rq, qvec, hits, cmask, k, trace)
         if cfg.reflection and cfg.reflection_rounds > 0:
             with trace.stage("reflection"):
-                hits = self._reflect(rq, hits, qscope, domains, k, trace)
+                hits = self._reflect(rq, hits, qscope, domains, cmask, k, trace)
         hits = cap_per_document(hits, self.data.sections.doc, k)
         evidence = [self._evidence(h) for h in hits[:k]]
+        flags = self.data.contents.flags
+        flagged = {str(self.data.contents.ids[r]): list(flags[r])
+                   for h in hits[:k] for r in section_passage(self.data, h.section, h.rows).rows if flags[r]}
+        if flagged:
+            trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
+                       "(possible prompt injection; passed to any LLM as delimited data only)",
+                       injection_flags=flagged)
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)
             if cfg.guardrails.screen_answers:
@@ -211,7 +218,7 @@ class KnowledgeBase:
             return hits
         return add_candidates(hits, added[:n_add], k - n_add)
 
-    def _reflect(self, question, hits, qscope, domains, k, trace) -> list[SectionHit]:
+    def _reflect(self, question, hits, qscope, domains, cmask, k, trace) -> list[SectionHit]:
         cfg = self.config
         asked = {question.strip()}
         for rnd in range(1, cfg.reflection_rounds + 1):
@@ -234,7 +241,7 @@ class KnowledgeBase:
             hits = add_candidates(hits, more, k // 2)
         if cfg.reflection_bridge:
             hits = self._bridge(question, hits, qscope, domains, k, trace)
-        return hits
+        return [h for h in hits if cmask[h.row]]
 
     def _bridge(self, question, hits, qscope, domains, k, trace) -> list[SectionHit]:
         """One bridge-entity follow-up search, merged below the first half of the evidence."""
@@ -270,7 +277,9 @@ class KnowledgeBase:
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:
         """Answer screen: redactions and unsupported sentences are recorded in the trace."""
-        checked = screen_answer(answer, [e.text for e in evidence], min_support=self.config.guardrails.min_support)
+        g = self.config.guardrails
+        checked = screen_answer(answer, [e.text for e in evidence], min_support=g.min_support,
+                                phone_regions=g.phone_regions)
         if checked.redactions or checked.unsupported:
             trace.step("guardrails", "answer screened", redacted=list(checked.redactions),
                        unsupported=list(checked.unsupported))

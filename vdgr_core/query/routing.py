@@ -8,9 +8,15 @@ with a softmax; domains within ``routing_threshold`` of the best are kept (at mo
 ``max_domains``). With an LLM, a DCD-style router picks a domain then a collection, each through
 a response model whose label is constrained to the real names; any failure falls back to the
 offline ranking.
+
+Only what the caller may read is considered (:mod:`vdgr_core.query.visibility`): a domain
+without a readable row is not scored, named, described or offered to the LLM, and the
+collections and versions of a domain are those of its readable rows; name-token weights are
+computed over the visible domain names.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -24,6 +30,7 @@ from vdgr_core.query.data import IndexData, QueryScope
 from vdgr_core.query.result import DomainScore
 from vdgr_core.query.textutil import _TOKEN, overlap, terms, tokens
 from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.query.visibility import VisibilityIndex
 
 ALL_COLLECTIONS = "ALL"
 _TEMPERATURE = 0.2
@@ -126,6 +133,15 @@ def strip_span(question: str, span: Optional[tuple[int, int]]) -> str:
     return " ".join((question[: span[0]] + " " + question[span[1]:]).split())
 
 
+@dataclass(frozen=True)
+class _View:
+    """The domains one caller may see: their infos (readable collections and versions only)
+    and a name matcher weighted over their names only."""
+
+    infos: dict
+    matcher: NameMatcher
+
+
 def _softmax(scores: np.ndarray) -> np.ndarray:
     z = np.exp((scores - scores.max()) / _TEMPERATURE)
     return z / z.sum()
@@ -160,6 +176,19 @@ class Router:
             self._top_by_domain.setdefault(str(dirs.domain[i]), []).append(i)
         self._dir_lookup, self._dir_codes = dirs._codes["domain"]
         self._matcher = NameMatcher(sorted(self._infos))
+        self._visibility = VisibilityIndex(data.contents)
+        self._views: dict[frozenset, _View] = {}
+
+    def _view(self, groups) -> _View:
+        """What ``groups`` may see of the domains (cached per set of visible domains)."""
+        visible = self._visibility.for_groups(groups)
+        key = frozenset((d, visible.collections[d], visible.versions[d]) for d in visible.domains
+                        if d in self._infos)
+        view = self._views.get(key)
+        if view is None:
+            infos = {d: dataclasses.replace(self._infos[d], collections=c, versions=v) for d, c, v in key}
+            view = self._views[key] = _View(infos, NameMatcher(sorted(infos)))
+        return view
 
     def route(self, question: str, qvec: np.ndarray, scope: QueryScope, trace: TraceRecorder,
               domain: Optional[str] = None) -> RoutingDecision:
@@ -167,13 +196,15 @@ class Router:
 
         An explicit ``domain`` is a hard filter: it is reported with confidence 1.0.
         """
+        view = self._view(scope.groups)
         if domain is not None:
             trace.step("routing", f"explicit domain {domain!r}", domains=[domain])
-            return self._finish(question, RoutingDecision([DomainScore(domain=domain, confidence=1.0)]), trace)
-        names = sorted(self._infos)
+            return self._finish(question, RoutingDecision([DomainScore(domain=domain, confidence=1.0)]), trace,
+                                view)
+        names = sorted(view.infos)
         versions = scope.search.versions
         if versions is not None:
-            with_version = [n for n in names if set(self._infos[n].versions) & set(versions)]
+            with_version = [n for n in names if set(view.infos[n].versions) & set(versions)]
             names = with_version or names
         if not names:
             return RoutingDecision([])
@@ -181,14 +212,15 @@ class Router:
             conf = 1.0 / len(names)
             trace.step("routing", "routing off or single domain: searching all", domains=names)
             return RoutingDecision([DomainScore(domain=n, confidence=round(conf, 6)) for n in names])
-        offline = self._offline(question, qvec, scope, names, trace)
+        offline = self._offline(question, qvec, scope, names, trace, view)
         if self._llm is not None:
-            chosen = self._llm_route(question, names, offline, trace)
+            chosen = self._llm_route(question, names, offline, trace, view)
             if chosen is not None:
-                return self._finish(question, chosen, trace)
-        return self._finish(question, offline, trace)
+                return self._finish(question, chosen, trace, view)
+        return self._finish(question, offline, trace, view)
 
-    def _finish(self, question: str, decision: RoutingDecision, trace: TraceRecorder) -> RoutingDecision:
+    def _finish(self, question: str, decision: RoutingDecision, trace: TraceRecorder,
+                view: _View) -> RoutingDecision:
         """Add the retrieval text to a routing decision.
 
         Once a domain is chosen, the words of the question that name it carry no information
@@ -199,7 +231,7 @@ class Router:
         """
         if not decision.domains:
             return decision
-        score, span = self._matcher.match(question, decision.domains[0].domain)
+        score, span = view.matcher.match(question, decision.domains[0].domain)
         if score < STRIP_MIN or span is None:
             return decision
         stripped = strip_span(question, span)
@@ -211,7 +243,8 @@ class Router:
     def named_text(self, question: str) -> Optional[str]:
         """The retrieval text routing will most likely choose: the question without the span
         of the best-named domain (None when no domain is named). Lets the caller embed both
-        texts in one batch before routing."""
+        texts in one batch before routing. (Only which text is embedded ahead depends on it;
+        the routing decision uses the caller's view.)"""
         best, span = 0.0, None
         for n in self._infos:
             sc, sp = self._matcher.match(question, n)
@@ -223,14 +256,14 @@ class Router:
         return stripped if terms(stripped) else None
 
     # ------------------------------------------------------------ offline
-    def _offline(self, question, qvec, scope, names, trace) -> RoutingDecision:
+    def _offline(self, question, qvec, scope, names, trace, view: _View) -> RoutingDecision:
         dirs = self._data.directories
         dmask = dirs.mask(scope.with_domains(names))
         sims = dirs.similarities(qvec)
         qterms = terms(question)
         top = {}
         for n in names:
-            info = self._infos[n]
+            info = view.infos[n]
             titles = [dirs.title[i] for i in self._top_by_domain.get(n, ()) if dmask[i]]
             top[n] = " ".join([info.description or "", *titles, *info.collections])
         # best directory cosine per domain in one pass (no per-domain scan of all rows)
@@ -248,7 +281,7 @@ class Router:
             code = self._dir_lookup.get(n)
             cos = float(best_cos[code]) if code is not None and np.isfinite(best_cos[code]) else 0.0
             parts = {
-                "name": self._matcher.match(question, n)[0],
+                "name": view.matcher.match(question, n)[0],
                 "text": overlap(qterms, top[n]),
                 "cos": max(cos, 0.0),
                 "bm25": bm25[n] / bm_total if bm_total > 0 else 0.0,
@@ -270,11 +303,13 @@ class Router:
         return decision
 
     # ------------------------------------------------------------ LLM (DCD)
-    def _llm_route(self, question, names, offline: RoutingDecision, trace) -> Optional[RoutingDecision]:
+    def _llm_route(self, question, names, offline: RoutingDecision, trace, view: _View) -> Optional[RoutingDecision]:
         from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
 
-        listing = "\n".join(f"- {n}: {self._infos[n].description or '(no description)'}"
-                            f" collections: {', '.join(self._infos[n].collections) or '-'}" for n in names)
+        # names, descriptions and collections come from the corpus: data, inside the delimiters
+        listing = "\n".join(wrap_untrusted(
+            f"domain: {n}\ndescription: {view.infos[n].description or '(no description)'}\n"
+            f"collections: {', '.join(view.infos[n].collections) or '-'}", "DOMAIN") for n in names)
         system = ("You route a user question to the one knowledge domain that can answer it. "
                   "Answer with JSON naming exactly one domain from the list. " + UNTRUSTED_NOTICE)
         user = f"Domains:\n{listing}\n\nQuestion:\n{wrap_untrusted(question, 'QUESTION')}"
@@ -287,13 +322,13 @@ class Router:
             trace.step("routing", "LLM domain router failed: offline ranking used", error=str(exc)[:200])
             return None
         collections = None
-        colls = sorted(self._infos[picked].collections)
+        colls = sorted(view.infos[picked].collections)
         if len(colls) > 1:
             cmodel = choice_model("CollectionChoice", "collection", [*colls, ALL_COLLECTIONS])
             csys = ("Pick the one collection of the domain that can answer the question, or "
                     f"{ALL_COLLECTIONS} when unsure. Answer with JSON. " + UNTRUSTED_NOTICE)
-            cuser = (f"Domain: {picked}\nCollections: {', '.join(colls)}\n\n"
-                     f"Question:\n{wrap_untrusted(question, 'QUESTION')}")
+            cuser = (wrap_untrusted(f"domain: {picked}\ncollections: {', '.join(colls)}", "DOMAIN")
+                     + f"\n\nQuestion:\n{wrap_untrusted(question, 'QUESTION')}")
             try:
                 c = cmodel.model_validate(self._llm.structured(
                     "route_collection", [{"role": "system", "content": csys},

@@ -40,7 +40,7 @@ def toc_search(data: IndexData, labels: LabelIndex, question: str, scope: QueryS
     """Run route 2 and return its ranked sections (route name ``toc``)."""
     d = data.directories
     sc = scope.with_domains(domains)
-    scores = labels.scores(question)
+    scores = labels.scores(question, d.visible(scope.groups))
     dmask = d.mask(sc) & labels.labelled & (scores > 0)
     coarse = top_k(scores, dmask, config.toc_coarse_l, d.id_rank)
     if not coarse:

@@ -1,11 +1,14 @@
 """BM25 over the labels of the table of contents (what route 2 matches the question against).
 
 A directory's label is its title path below the domain (document, folders, headings) plus its
-summary. Built once per opened index as one sparse matrix of BM25 weights (Robertson & Zaragoza
-2009, k1 = 1.2, b = 0.75), so a query's scores for every directory are one sparse column sum.
+summary. Built once per opened index as one sparse matrix of term counts; a query's BM25 scores
+(Robertson & Zaragoza 2009, k1 = 1.2, b = 0.75) are computed over the query's columns with
+statistics from the labels the reader may see.
 Tokens are the query module's (lower-cased, stop words dropped, light stemming).
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,19 +62,35 @@ class LabelIndex:
                 vals.append(n)
         self.vocab = vocab
         self.labelled = lengths > 0
-        n_docs = max(int(self.labelled.sum()), 1)
-        tf = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(d), len(vocab)))
-        df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=len(vocab)).astype(np.float64)
-        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        avg = float(lengths[self.labelled].mean()) if self.labelled.any() else 1.0
-        norm = K1 * (1.0 - B + B * lengths / avg)
-        tf = tf.tocoo()
-        w = idf[tf.col] * tf.data * (K1 + 1.0) / (tf.data + norm[tf.row])
-        self._w = sp.csc_matrix((w, (tf.row, tf.col)), shape=tf.shape)
+        self._lengths = lengths
+        self._tf = sp.csc_matrix((np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(d), len(vocab)))
 
-    def scores(self, question: str) -> np.ndarray:
-        """BM25 score of every directory label for ``question`` (0 where nothing matches)."""
+    def scores(self, question: str, visible: Optional[np.ndarray] = None) -> np.ndarray:
+        """BM25 score of every directory label for ``question`` (0 where nothing matches).
+
+        Document frequencies, the label count and the average label length come from the
+        labels in ``visible`` only (the directories the reader may see), so a restricted
+        heading changes no outsider's ranking; rows outside ``visible`` score 0.
+        """
+        out = np.zeros(self._tf.shape[0])
         cols = sorted({self.vocab[s] for s in (_stem(t) for t in terms(question)) if s in self.vocab})
         if not cols:
-            return np.zeros(self._w.shape[0])
-        return np.asarray(self._w[:, cols].sum(axis=1)).ravel()
+            return out
+        vis = self.labelled if visible is None else (self.labelled & visible)
+        n_docs = int(vis.sum())
+        if n_docs == 0:
+            return out
+        avg = float(self._lengths[vis].mean())
+        tf = self._tf
+        for j in cols:
+            lo, hi = tf.indptr[j], tf.indptr[j + 1]
+            rows, counts = tf.indices[lo:hi], tf.data[lo:hi]
+            keep = vis[rows]
+            rows, counts = rows[keep], counts[keep]
+            if len(rows) == 0:
+                continue
+            df = float(len(rows))
+            idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            norm = K1 * (1.0 - B + B * self._lengths[rows] / avg)
+            out[rows] += idf * counts * (K1 + 1.0) / (counts + norm)
+        return out

@@ -20,6 +20,7 @@ KEY_COLUMN = {
     T.ENTITIES: "entity_id",
     T.EDGES: "edge_id",
     T.DEAD_LETTERS: "path",
+    T.SECRET_FINDINGS: "finding_id",
     T.EMBEDDING_CACHE: "key",
 }
 

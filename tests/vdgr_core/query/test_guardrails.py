@@ -11,6 +11,7 @@ def test_answer_screen_redacts_secrets_always():
     out = screen_answer("Use key sk-abcdefghijklmnopqrstuvwx and password: hunter2 [1].",
                         ["Use key sk-abcdefghijklmnopqrstuvwx"])
     assert "sk-abc" not in out.answer and "hunter2" not in out.answer
+    assert "[REDACTED:api_key]" in out.answer
     assert out.redactions == ("api_key", "password")
 
 
@@ -18,9 +19,18 @@ def test_personal_data_kept_only_when_in_the_evidence():
     evidence = ["Call the management office at +7 495 123-45-67."]
     kept = screen_answer("Call +7 495 123-45-67 [1].", evidence)
     assert "+7 495 123-45-67" in kept.answer and kept.redactions == ()
-    gone = screen_answer("Write to jane.doe@example.com or call +1 (555) 010-9999.", evidence)
-    assert "example.com" not in gone.answer and "010-9999" not in gone.answer
+    gone = screen_answer("Write to jane.doe@example.com or call +1 650-253-0000 or (650) 253-0001.", evidence)
+    assert "example.com" not in gone.answer and "253-0000" not in gone.answer and "253-0001" not in gone.answer
     assert gone.redactions == ("email", "phone")
+
+
+def test_answer_screen_keeps_dates_amounts_versions_and_part_numbers():
+    answer = ("Firmware 2.0.1 (build 10.0.19045.3803) ships on 2026-11-29 (29.11.2026, 2026/11/29) for "
+              "4 100 000 RUB, 4,100,000 USD or 1 250 000,00 EUR; order part SM-G973F, SKU-90214-B, "
+              "P/N 0411-2345-678, serial 1234567890, ISBN 978-3-16-148410-0, at 12:30:45 from 192.168.8.1 "
+              "(ticket 123e4567-e89b-12d3-a456-426614174000).")
+    out = screen_answer(answer, [])
+    assert out.answer == answer and out.redactions == ()
 
 
 def test_unsupported_sentences_are_reported():

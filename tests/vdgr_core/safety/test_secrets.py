@@ -1,0 +1,126 @@
+"""A corpus of realistic credentials that must be masked, and look-alikes that must stay."""
+import pytest
+
+from vdgr_core.safety.secrets import find_secrets, fingerprint, mask_secrets
+
+# (line of a document, the secret in it, the kind reported)
+CREDENTIALS = [
+    ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key"),
+    ('aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKY"',
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKY", "aws_access_key"),
+    ("Maps use key=AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY in the app.",
+     "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "gcp_api_key"),
+    ("Clone with ghp_R2d2C3poX4wingY5tieZ6falcon7Luke8ABc as the token.",
+     "ghp_R2d2C3poX4wingY5tieZ6falcon7Luke8ABc", "github_token"),
+    ("GH_TOKEN=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456", "github_token"),
+    ("The bot posts with xoxb-263594206564-2343594206574-FGqddMF8t08v8N7Oq4i57vs1.",
+     "xoxb-263594206564-2343594206574-FGqddMF8t08v8N7Oq4i57vs1", "slack_token"),
+    ("Alerts go to https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/aBcDeFgHiJkLmNoPqRsTuVwX now.",
+     "https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/aBcDeFgHiJkLmNoPqRsTuVwX", "slack_token"),
+    ("Send the header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c with each call.",
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "json_web_token"),
+    ("Authorization: Bearer 7f3c9a1b2d4e6f8091a2b3c4d5e6f708", "7f3c9a1b2d4e6f8091a2b3c4d5e6f708", "bearer_token"),
+    ("OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "api_key"),
+    ("Charge with sk_live_4eC39HqLyjWDarjtT1zdp7dc today.", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_access_key"),
+    ("The staging database password is Tr0ub4dor&3.", "Tr0ub4dor&3", "password"),
+    ('The admin passphrase was set to "correcthorsebatterystaple".', "correcthorsebatterystaple", "password"),
+    ("The API token: 9f8e7d6c5b4a3f2e1d0c", "9f8e7d6c5b4a3f2e1d0c", "token"),
+    ("DB_PASSWORD=postgres", "postgres", "secret_keyword"),
+    ("db:\n  password: 'Sup3r-S3cret!'", "Sup3r-S3cret!", "password"),
+    ("DATABASE_URL=postgres://app_user:S3cr3tPassw0rd@db.internal:5432/app",
+     "S3cr3tPassw0rd", "basic_auth_credentials"),
+    ("mongodb+srv://reporting:hunter2hunter2@cluster0.example.net/prod",
+     "hunter2hunter2", "basic_auth_credentials"),
+    ("Server=sql01;Database=Payroll;User Id=sa;Password=P@ssw0rd2026;Encrypt=true",
+     "P@ssw0rd2026", "password"),
+    ("jdbc:postgresql://db:5432/app?user=app&password=Qw3rty!x&ssl=true", "Qw3rty!x", "password"),
+    ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;",
+     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+     "azure_storage_account_access_key"),
+]
+
+PRIVATE_KEY = """Install this key on the jump host:
+
+-----BEGIN RSA PRIVATE KEY-----
+MIIEowIBAAKCAQEA7bq98tJ2kqCXF1o3hcgMmlOn7HeuFC1LkZ4oAm0oW7v3nJ0T
+q8VbYxZqv0rS9nYfKz3Wm6QwWl1nJ4d2Zk5Ybq8yG4eM3o2PqS0r9tFqz1kQJ7mA
+-----END RSA PRIVATE KEY-----
+
+Then restart the agent."""
+
+GCP_SERVICE_ACCOUNT = ('{"type": "service_account", "project_id": "demo", "private_key_id": "abc", '
+                       '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n'
+                       '-----END PRIVATE KEY-----\\n", "client_email": "svc@demo.iam.gserviceaccount.com"}')
+
+LOOK_ALIKES = [
+    "Released 2026-11-29 (29.11.2026) for 4 100 000 RUB or 4,100,000.00 USD.",
+    "Firmware 2.0.1, build 10.0.19045.3803, part SM-G973F, SKU-90214-B, P/N 0411-2345-678.",
+    "Ticket 123e4567-e89b-12d3-a456-426614174000, commit 9fceb02d0ae598e95dc970b74767f19372d61af8.",
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "The password is stored in the vault and rotated every 90 days.",
+    "Password: required. Secret: see the operator handbook.",
+    "Your new token is valid for 15 minutes.",
+    "Set password=<your-password> and api_key=${API_KEY} in the environment; token = {{ token }}.",
+    "pwd: $DB_PASS",
+    "Open https://docs.example.com/setup?lang=en or ftp://mirror.example.org/pub/.",
+    "Write to jane.doe@example.com or call +1 650-253-0000.",
+    "Press the KEY button; the secret menu opens after 10 seconds.",
+    "A PEM file starts with a BEGIN PRIVATE KEY line.",
+    "Galaxy S10 (SM-G973F/DS) and router Orbit X2, reset with RESET for 10 s.",
+]
+
+
+@pytest.mark.parametrize("line,secret,kind", CREDENTIALS, ids=[c[2] + str(i) for i, c in enumerate(CREDENTIALS)])
+def test_credentials_are_masked_with_their_kind_and_line(line, secret, kind):
+    doc = f"# Setup\n\nSome text first.\n{line}\nMore text."
+    masked = mask_secrets(doc)
+    assert secret not in masked.text
+    assert f"[REDACTED:{kind}]" in masked.text
+    first = 4 + line.count("\n")
+    assert [(f.line, f.kind) for f in masked.findings] == [(first, kind)]
+    assert masked.findings[0].fingerprint == fingerprint(secret)
+    assert secret not in repr(masked.findings)
+    assert mask_secrets(masked.text).findings == ()       # idempotent
+    assert masked.text.startswith("# Setup\n\nSome text first.\n") and masked.text.endswith("\nMore text.")
+
+
+def test_whole_private_key_block_is_masked():
+    masked = mask_secrets(PRIVATE_KEY)
+    assert "MIIEowIBAAKCAQEA" not in masked.text and "q8VbYxZqv0" not in masked.text
+    assert masked.text == ("Install this key on the jump host:\n\n[REDACTED:private_key]\n\n"
+                           "Then restart the agent.")
+    assert [(f.line, f.kind) for f in masked.findings] == [(3, "private_key")]
+
+
+def test_gcp_service_account_key_in_json_is_masked():
+    masked = mask_secrets(GCP_SERVICE_ACCOUNT)
+    assert "MIIEvQIBADANBgkq" not in masked.text and "[REDACTED:private_key]" in masked.text
+    assert '"client_email": "svc@demo.iam.gserviceaccount.com"' in masked.text
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_stay(text):
+    assert find_secrets(text) == []
+    assert mask_secrets(text).text == text
+
+
+def test_a_found_value_is_masked_wherever_it_recurs():
+    doc = "DB_PASSWORD=Xy7!pq9Lm2\nIf login fails, type Xy7!pq9Lm2 again."
+    masked = mask_secrets(doc)
+    assert "Xy7!pq9Lm2" not in masked.text
+    assert [f.line for f in masked.findings] == [1, 2]
+
+
+def test_lines_can_be_counted_in_the_raw_document():
+    raw = "intro\n\n**password**: Zq8!vLm3pX\n"
+    parsed_text = "password: Zq8!vLm3pX"           # what a parser makes of the line
+    masked = mask_secrets(parsed_text, lines_in=raw)
+    assert masked.text == "password: [REDACTED:password]"
+    assert masked.findings[0].line == 3
+    assert mask_secrets("password: Zq8!vLm3pX", lines_in="elsewhere").findings[0].line == 0

@@ -1,0 +1,9 @@
+"""Content safety shared by indexing and queries: credentials, personal data, prompt injection.
+
+* :mod:`.secrets` finds credentials (detect-secrets plugins plus a few documented patterns) and
+  masks them deterministically; indexing masks every document with it before anything is
+  derived from the text, and the answer screen uses the same detector.
+* :mod:`.personal` finds e-mail addresses and phone numbers (``phonenumbers``) for the answer
+  screen.
+* :mod:`.injection` flags text that reads like instructions to a model (prompt injection).
+"""
