@@ -29,8 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.build import staged_schema
 from pipelines.commit import KeepFromIndex, domain_infos
 from pipelines.delta_build import ArrivingRows, process_in_driver
-from pipelines.run_build import (BuildReport, _counter, _skipped_letter, config_summary, model_identity,
-                                 staged_pipeline_run)
+from pipelines.run_build import BuildReport, _counter, config_summary, model_identity, staged_pipeline_run
 from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -82,7 +81,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     skipped = set(scan.skipped)
     sub = CorpusScan(tasks=tuple(tasks_by_path[p] for p in change.arriving if p in tasks_by_path),
                      skipped=tuple(p for p in change.arriving if p in skipped))
-    dead_from_scan = [_skipped_letter(x) for x in sub.skipped]
+    dead_from_scan = [scan.dead_letter(x) for x in sub.skipped]
     stage: dict[str, float] = {"scan_s": time.perf_counter() - t0}
     t1 = time.perf_counter()
     n_arriving = len(sub.tasks) + len(sub.skipped)

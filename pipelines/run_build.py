@@ -16,8 +16,6 @@ from pipelines.commit import KeepFromIndex, commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas.config import BuildConfig
-from schemas.errors import DeadLetterReason
-from schemas.records import DeadLetter
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
@@ -73,9 +71,10 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
     say(f"scanning {config.corpus}")
-    scan = scan_corpus(config.corpus)
+    scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
-        f" ({len(scan.skipped)} files of unsupported types)")
+        f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
+        f" {len(scan.rejected)} refused by the scan)")
     return execute_build(config, scan, scan, beam_args, say, t0=t0)
 
 
@@ -126,7 +125,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     if not is_remote(config.index):
         os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
-    skipped = [_skipped_letter(p) for p in scan.skipped]
+    skipped = [full_scan.dead_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
@@ -156,18 +155,11 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     )
 
 
-def _skipped_letter(rel_path: str) -> DeadLetter:
-    """A file the scan did not turn into a task, with why."""
-    if "/" not in rel_path:
-        return DeadLetter(rel_path, "", DeadLetterReason.UNSUPPORTED.value,
-                          "file at the corpus root is outside every domain folder")
-    return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
-                      "no parser for this file type")
-
-
 def config_summary(config: BuildConfig) -> dict:
     """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
-    d = config.model_dump(mode="json", exclude={"corpus", "index", "update_in_driver_max_documents"})
+    d = config.model_dump(mode="json", exclude={"corpus": True, "index": True,
+                                                "update_in_driver_max_documents": True,
+                                                "limits": {"max_folder_depth"}})
     if d.get("llm"):
         d["llm"].pop("api_key", None)
     d.get("embedding", {}).pop("api_key", None)

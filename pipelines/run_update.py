@@ -56,7 +56,7 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
         report = run_build(config, beam_args, progress)
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
-    scan = scan_corpus(config.corpus)
+    scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
     current = current_fingerprints(scan, config)
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=reader.manifest.config != config_summary(config))

@@ -62,6 +62,9 @@ class ChunkingConfig(_Frozen):
 class LimitsConfig(_Frozen):
     max_file_bytes: int = Field(default=20_000_000, ge=1)
     max_sections_per_doc: int = Field(default=20_000, ge=1)
+    # folders below the corpus root deeper than this (the domain is depth 1) are not scanned:
+    # each becomes one dead letter
+    max_folder_depth: int = Field(default=32, ge=1, le=1000)
 
 
 class BuildConfig(_Frozen):

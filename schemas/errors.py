@@ -14,6 +14,12 @@ class DeadLetterReason(str, enum.Enum):
     PARSE_ERROR = "parse_error"
     READ_ERROR = "read_error"
     NO_CONTENT = "no_content"
+    # corpus scan: files and folders the scan refuses (vdgr_core/corpus.py)
+    INVALID_NAME = "invalid_name"            # a file or folder name that is not valid UTF-8
+    OUTSIDE_ROOT = "outside_root"            # a symlink that leads out of the corpus root
+    SYMLINK_LOOP = "symlink_loop"            # a symlinked folder already scanned (a loop or an alias)
+    TOO_DEEP = "too_deep"                    # a folder nested deeper than limits.max_folder_depth
+    NOT_REGULAR = "not_regular_file"         # a FIFO, socket, device or dangling symlink
 
 
 class VdgrError(Exception):
@@ -43,3 +49,4 @@ class LLMError(VdgrError):
 
 class EmbeddingError(VdgrError):
     """The embedder could not embed (model failed to load, worker process died)."""
+
