@@ -43,6 +43,7 @@ from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embe
 from vdgr_core.indexing.entity_vectors import with_entity_vectors
 from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
+from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import update_shard
 from vdgr_core.store.writer import commit_index
@@ -92,10 +93,12 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
         say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
         arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
     stage["documents_s"] = time.perf_counter() - t1
+    failpoint("commit.staged")
     say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
     t2 = time.perf_counter()
     merged = _DomainMerge(config, reader, change, scan, arriving, model_id, dim)
     shards = merged.shards()      # needs no vectors: done while the model may still be loading
+    failpoint("commit.shards_published")
     tables = merged.tables()
     stage["merge_s"] = time.perf_counter() - t2
     say("committing tables and manifest")

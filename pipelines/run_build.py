@@ -19,7 +19,9 @@ from schemas.config import BuildConfig
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
+from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
+from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import Manifest
 
 _log = logging.getLogger("vdgr.build")
@@ -67,15 +69,21 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         Standard Beam pipeline options (``--runner=...``); FnApiRunner when none is given.
     progress:
         Called with a line of text at each stage.
+
+    Raises
+    ------
+    IndexBusyError
+        When another build, update or gc holds the index after ``config.lock_timeout_s``.
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
-    say(f"scanning {config.corpus}")
-    scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
-    say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
-        f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
-        f" {len(scan.rejected)} refused by the scan)")
-    return execute_build(config, scan, scan, beam_args, say, t0=t0)
+    with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
+        say(f"scanning {config.corpus}")
+        scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
+        say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
+            f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
+            f" {len(scan.rejected)} refused by the scan)")
+        return execute_build(config, scan, scan, beam_args, say, t0=t0)
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:
@@ -136,6 +144,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
 
     with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=keep is None) as (staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
+        failpoint("commit.staged")
+        failpoint("commit.shards_published")     # the pipeline publishes the shards
         say("committing tables and manifest")
         t2 = time.perf_counter()
         manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
@@ -157,7 +167,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
 
 def config_summary(config: BuildConfig) -> dict:
     """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
-    d = config.model_dump(mode="json", exclude={"corpus": True, "index": True,
+    d = config.model_dump(mode="json", exclude={"corpus": True, "index": True, "lock_timeout_s": True,
                                                 "update_in_driver_max_documents": True,
                                                 "limits": {"max_folder_depth"}})
     if d.get("llm"):

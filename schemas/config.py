@@ -83,6 +83,9 @@ class BuildConfig(_Frozen):
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
     # index is the same either way; this setting is not part of the build settings (manifest).
     update_in_driver_max_documents: int = Field(default=200, ge=0)
+    # How long a build or update waits for another writer of the same index to finish
+    # (vdgr_core/store/lock.py) before it gives up with IndexBusyError; not a build setting.
+    lock_timeout_s: float = Field(default=0.0, ge=0)
 
 
 class RerankerConfig(_Frozen):

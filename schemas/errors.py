@@ -50,3 +50,12 @@ class LLMError(VdgrError):
 class EmbeddingError(VdgrError):
     """The embedder could not embed (model failed to load, worker process died)."""
 
+
+
+# --- writer lock and commit (harden-store) ---------------------------------------------------
+class IndexBusyError(VdgrError):
+    """Another process holds the index's writer lock (``vdgr index``/``update``/``gc``)."""
+
+
+class ConcurrentCommitError(VdgrError):
+    """The index's manifest changed under a writer: its commit would replace a newer one."""
