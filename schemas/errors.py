@@ -59,3 +59,7 @@ class IndexBusyError(VdgrError):
 
 class ConcurrentCommitError(VdgrError):
     """The index's manifest changed under a writer: its commit would replace a newer one."""
+
+
+class QuestionFileError(VdgrError):
+    """A line of a JSONL question file is not a question (``vdgr query --questions``)."""
