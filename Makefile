@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench fuzz clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,12 @@ bench: $(STAMP)
 	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.run_eval $$d || exit 1; done
 	$(BIN)/python -m bench.bench_query
 	$(BIN)/python -m bench.update_benchmarks_md
+	VDGR_UPDATE_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/pipelines/test_update_property.py
+
+# The fuzzers with a large budget (CI runs them with a small one).
+fuzz: $(STAMP)
+	VDGR_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/vdgr_core/test_fuzz_parsers.py tests/vdgr_core/query/test_questions.py
 
 clean:
 	rm -rf demo-index .pytest_cache

@@ -49,7 +49,8 @@ def _dead_document_row(d, tasks_by_path) -> dict:
     return {"doc_id": doc_id(d.rel_path), "path": d.rel_path, "domain": d.domain,
             "collection": task.collection if task else "", "version": meta.version if meta else "",
             "acl": sorted(meta.acl) if meta else [], "title": "", "content_hash": d.content_hash,
-            "fingerprint": task_fingerprint(task, d.content_hash) if task else skipped_fingerprint(d.rel_path),
+            "fingerprint": (task_fingerprint(task, d.content_hash) if task
+                            else skipped_fingerprint(d.rel_path, d.reason, d.detail)),
             "status": "dead_letter", "n_chunks": 0}
 
 

@@ -29,8 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.build import staged_schema
 from pipelines.commit import KeepFromIndex, domain_infos
 from pipelines.delta_build import ArrivingRows, process_in_driver
-from pipelines.run_build import (BuildReport, _counter, _skipped_letter, config_summary, model_identity,
-                                 staged_pipeline_run)
+from pipelines.run_build import BuildReport, _counter, config_summary, model_identity, staged_pipeline_run
 from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -44,6 +43,7 @@ from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embe
 from vdgr_core.indexing.entity_vectors import with_entity_vectors
 from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
+from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import update_shard
 from vdgr_core.store.writer import commit_index
@@ -82,7 +82,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     skipped = set(scan.skipped)
     sub = CorpusScan(tasks=tuple(tasks_by_path[p] for p in change.arriving if p in tasks_by_path),
                      skipped=tuple(p for p in change.arriving if p in skipped))
-    dead_from_scan = [_skipped_letter(x) for x in sub.skipped]
+    dead_from_scan = [scan.dead_letter(x) for x in sub.skipped]
     stage: dict[str, float] = {"scan_s": time.perf_counter() - t0}
     t1 = time.perf_counter()
     n_arriving = len(sub.tasks) + len(sub.skipped)
@@ -93,10 +93,12 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
         say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
         arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
     stage["documents_s"] = time.perf_counter() - t1
+    failpoint("commit.staged")
     say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
     t2 = time.perf_counter()
     merged = _DomainMerge(config, reader, change, scan, arriving, model_id, dim)
     shards = merged.shards()      # needs no vectors: done while the model may still be loading
+    failpoint("commit.shards_published")
     tables = merged.tables()
     stage["merge_s"] = time.perf_counter() - t2
     say("committing tables and manifest")

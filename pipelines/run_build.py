@@ -17,12 +17,12 @@ from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
-from schemas.errors import DeadLetterReason
-from schemas.records import DeadLetter
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
+from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
+from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import Manifest
 
 _log = logging.getLogger("vdgr.build")
@@ -72,14 +72,21 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         Standard Beam pipeline options (``--runner=...``); FnApiRunner when none is given.
     progress:
         Called with a line of text at each stage.
+
+    Raises
+    ------
+    IndexBusyError
+        When another build, update or gc holds the index after ``config.lock_timeout_s``.
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
-    say(f"scanning {config.corpus}")
-    scan = scan_corpus(config.corpus)
-    say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
-        f" ({len(scan.skipped)} files of unsupported types)")
-    return execute_build(config, scan, scan, beam_args, say, t0=t0)
+    with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
+        say(f"scanning {config.corpus}")
+        scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
+        say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
+            f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
+            f" {len(scan.rejected)} refused by the scan)")
+        return execute_build(config, scan, scan, beam_args, say, t0=t0)
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:
@@ -129,7 +136,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     if not is_remote(config.index):
         os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
-    skipped = [_skipped_letter(p) for p in scan.skipped]
+    skipped = [full_scan.dead_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
@@ -140,6 +147,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
 
     with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=keep is None) as (staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
+        failpoint("commit.staged")
+        failpoint("commit.shards_published")     # the pipeline publishes the shards
         say("committing tables and manifest")
         t2 = time.perf_counter()
         manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
@@ -167,18 +176,11 @@ def content_rules() -> str:
     return f"{RULES_VERSION}/injection-1"
 
 
-def _skipped_letter(rel_path: str) -> DeadLetter:
-    """A file the scan did not turn into a task, with why."""
-    if "/" not in rel_path:
-        return DeadLetter(rel_path, "", DeadLetterReason.UNSUPPORTED.value,
-                          "file at the corpus root is outside every domain folder")
-    return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
-                      "no parser for this file type")
-
-
 def config_summary(config: BuildConfig) -> dict:
     """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
-    d = config.model_dump(mode="json", exclude={"corpus", "index", "update_in_driver_max_documents"})
+    d = config.model_dump(mode="json", exclude={"corpus": True, "index": True, "lock_timeout_s": True,
+                                                "update_in_driver_max_documents": True,
+                                                "limits": {"max_folder_depth"}})
     # the content rules every row depends on: a change rebuilds every domain on the next update
     d["content_rules"] = content_rules()
     if d.get("llm"):

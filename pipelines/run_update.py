@@ -23,6 +23,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig
 from schemas.errors import IndexError_
 from vdgr_core.corpus import CorpusScan, scan_corpus
+from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.reader import IndexReader
 
 _log = logging.getLogger("vdgr.update")
@@ -46,9 +47,20 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
     """Bring the index at ``config.index`` up to date with ``config.corpus``.
 
     Falls back to a full build when there is no committed index yet.
+
+    Raises
+    ------
+    IndexBusyError
+        When another build, update or gc holds the index after ``config.lock_timeout_s``.
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
+    with IndexLock(config.index, "vdgr update", config.lock_timeout_s):
+        return _update_locked(config, beam_args, progress, say, t0)
+
+
+def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say, t0: float) -> UpdateReport:
+    """The update, once this process holds the index lock (the manifest read is the latest)."""
     try:
         reader = IndexReader(config.index)
     except IndexError_:
@@ -56,7 +68,7 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
         report = run_build(config, beam_args, progress)
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
-    scan = scan_corpus(config.corpus)
+    scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
     current = current_fingerprints(scan, config)
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=reader.manifest.config != config_summary(config))

@@ -49,7 +49,8 @@ def current_fingerprints(scan: CorpusScan, config: BuildConfig) -> dict[str, tup
             digest = ""
         out[task.rel_path] = (task_fingerprint(task, digest), digest)
     for rel in scan.skipped:
-        out[rel] = (skipped_fingerprint(rel), "")
+        letter = scan.dead_letter(rel)
+        out[rel] = (skipped_fingerprint(rel, letter.reason, letter.detail), "")
     return out
 
 

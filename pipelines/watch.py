@@ -48,10 +48,15 @@ class _ApplyChangesDoFn(beam.DoFn):
 
     def process(self, fired_at):
         from pipelines.run_update import run_update
+        from schemas.errors import IndexBusyError
 
-        report = run_update(self._config, self._args)
-        build_id = report.build.manifest.build_id if report.build else None
-        result = PollResult(float(fired_at), report.plan.summary(), build_id)
+        try:
+            report = run_update(self._config, self._args)
+        except IndexBusyError as e:       # another writer: this firing's changes wait for the next
+            result = PollResult(float(fired_at), f"skipped: {e}", None)
+        else:
+            build_id = report.build.manifest.build_id if report.build else None
+            result = PollResult(float(fired_at), report.plan.summary(), build_id)
         if self._results_dir:
             name = os.path.join(self._results_dir, f"poll-{result.fired_at:.6f}.json")
             with open(name + ".tmp", "w", encoding="utf-8") as f:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import sys
+
+from runners.index_cli import add_lock_timeout_argument
 
 
 def register(subparsers) -> None:
@@ -9,13 +12,19 @@ def register(subparsers) -> None:
     p.add_argument("--index", required=True)
     p.add_argument("--keep-minutes", type=float, default=60.0,
                    help="grace period for readers pinned to an older manifest (default 60)")
+    add_lock_timeout_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from schemas.errors import VdgrError
     from vdgr_core.store.gc import collect_garbage
 
-    r = collect_garbage(args.index, _dt.timedelta(minutes=args.keep_minutes))
+    try:
+        r = collect_garbage(args.index, _dt.timedelta(minutes=args.keep_minutes), args.lock_timeout)
+    except VdgrError as exc:
+        print(f"vdgr gc: error: {exc}", file=sys.stderr)
+        return 2
     print(f"removed {r.lance_versions_removed} table versions, "
           f"{r.shard_folders_removed} BM25 shard folders, {r.staging_runs_removed} staging runs")
     return 0

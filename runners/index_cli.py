@@ -29,7 +29,14 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
     p.add_argument("--llm-model")
     p.add_argument("--llm-cache", help="sqlite file caching LLM answers")
+    add_lock_timeout_argument(p)
     p.add_argument("-q", "--quiet", action="store_true")
+
+
+def add_lock_timeout_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another index, update or gc of the same index to finish "
+                        "(default 0: exit at once, naming the other writer)")
 
 
 def build_config(args) -> BuildConfig:
@@ -47,6 +54,7 @@ def build_config(args) -> BuildConfig:
                                   model=args.embedding_model, dim=args.embedding_dim,
                                   batch_size=args.batch_size),
         llm=llm,
+        lock_timeout_s=args.lock_timeout,
         **({"update_in_driver_max_documents": args.in_driver_max_documents}
            if getattr(args, "in_driver_max_documents", None) is not None else {}),
     )

@@ -77,7 +77,8 @@ def _config(args, manifest) -> QueryConfig:
 
 def run(args) -> int:
     """Run the ``query`` subcommand; return the exit status (0 ok, 2 usage or index error)."""
-    from vdgr_core.query.knowledge_base import KnowledgeBase, QueryItem
+    from vdgr_core.query.knowledge_base import KnowledgeBase
+    from vdgr_core.query.questions import read_questions
     from vdgr_core.query.trace import render_text
     from vdgr_core.store.manifest import read_manifest
 
@@ -87,8 +88,8 @@ def run(args) -> int:
         kb = KnowledgeBase.open(args.index, _config(args, read_manifest(args.index)))
         groups = [g.strip() for g in (args.groups or "").split(",") if g.strip()]
         if args.questions:
-            with open(args.questions, encoding="utf-8") as f:
-                items = [QueryItem.model_validate_json(line) for line in f if line.strip()]
+            with open(args.questions, "rb") as f:
+                items = read_questions(f, args.questions)
             results = kb.query_batch(items, k=args.k)
             lines = "".join(r.model_dump_json() + "\n" for r in results)
             if args.out:

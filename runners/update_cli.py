@@ -34,15 +34,21 @@ def _add_update_arguments(p) -> None:
 
 
 def run_update_cmd(args, beam_args) -> int:
-    config = build_config(args)
-    # the model starts loading now, before Beam and LanceDB are imported and the corpus scanned;
-    # it is stopped at once if the update has nothing to embed
-    with early_embedder(config, wanted=IndexLocation(config.index).exists(MANIFEST_NAME)):
-        from pipelines.run_update import run_update
+    from schemas.errors import VdgrError
 
-        _setup_logging(args.quiet)
-        with fewer_full_collections():
-            report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet))
+    try:
+        config = build_config(args)
+        # the model starts loading now, before Beam and LanceDB are imported and the corpus
+        # scanned; it is stopped at once if the update has nothing to embed
+        with early_embedder(config, wanted=IndexLocation(config.index).exists(MANIFEST_NAME)):
+            from pipelines.run_update import run_update
+
+            _setup_logging(args.quiet)
+            with fewer_full_collections():
+                report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet))
+    except (VdgrError, ValueError) as exc:
+        print(f"vdgr update: error: {exc}", file=sys.stderr)
+        return 2
     print(report.plan.summary())
     if report.build is None:
         print("index unchanged: nothing to commit")

@@ -62,6 +62,9 @@ class ChunkingConfig(_Frozen):
 class LimitsConfig(_Frozen):
     max_file_bytes: int = Field(default=20_000_000, ge=1)
     max_sections_per_doc: int = Field(default=20_000, ge=1)
+    # folders below the corpus root deeper than this (the domain is depth 1) are not scanned:
+    # each becomes one dead letter
+    max_folder_depth: int = Field(default=32, ge=1, le=1000)
 
 
 class BuildConfig(_Frozen):
@@ -80,6 +83,9 @@ class BuildConfig(_Frozen):
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
     # index is the same either way; this setting is not part of the build settings (manifest).
     update_in_driver_max_documents: int = Field(default=200, ge=0)
+    # How long a build or update waits for another writer of the same index to finish
+    # (vdgr_core/store/lock.py) before it gives up with IndexBusyError; not a build setting.
+    lock_timeout_s: float = Field(default=0.0, ge=0)
 
 
 class RerankerConfig(_Frozen):

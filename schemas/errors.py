@@ -17,6 +17,12 @@ class DeadLetterReason(str, enum.Enum):
     ENCRYPTED = "encrypted"            # a PDF or DOCX that needs a password
     CORRUPT = "corrupt"                # a PDF or DOCX its library cannot read
     NO_TEXT_LAYER = "no_text_layer"    # a PDF whose pages hold no text (scanned images)
+    # corpus scan: files and folders the scan refuses (vdgr_core/corpus.py)
+    INVALID_NAME = "invalid_name"            # a file or folder name that is not valid UTF-8
+    OUTSIDE_ROOT = "outside_root"            # a symlink that leads out of the corpus root
+    SYMLINK_LOOP = "symlink_loop"            # a symlinked folder already scanned (a loop or an alias)
+    TOO_DEEP = "too_deep"                    # a folder nested deeper than limits.max_folder_depth
+    NOT_REGULAR = "not_regular_file"         # a FIFO, socket, device or dangling symlink
 
 
 class VdgrError(Exception):
@@ -46,3 +52,17 @@ class LLMError(VdgrError):
 
 class EmbeddingError(VdgrError):
     """The embedder could not embed (model failed to load, worker process died)."""
+
+
+
+# --- writer lock and commit (harden-store) ---------------------------------------------------
+class IndexBusyError(VdgrError):
+    """Another process holds the index's writer lock (``vdgr index``/``update``/``gc``)."""
+
+
+class ConcurrentCommitError(VdgrError):
+    """The index's manifest changed under a writer: its commit would replace a newer one."""
+
+
+class QuestionFileError(VdgrError):
+    """A line of a JSONL question file is not a question (``vdgr query --questions``)."""

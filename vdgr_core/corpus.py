@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Iterable
 
-from schemas.errors import ConfigError
-from schemas.records import DocMeta, DocumentTask
+from schemas.config import LimitsConfig
+from schemas.errors import ConfigError, DeadLetterReason
+from schemas.records import DeadLetter, DocMeta, DocumentTask
 from vdgr_core.metadata import load_meta_yaml, merge_meta
 from vdgr_core.parsing import SUPPORTED_EXTENSIONS
 from vdgr_core.store.location import beam_path
@@ -16,10 +18,32 @@ META_FILE = "_meta.yaml"
 
 @dataclass(frozen=True)
 class CorpusScan:
-    """The documents to index and the files left out because of their format."""
+    """The documents to index and the files left out.
+
+    ``skipped`` lists every file that is not a task: unsupported formats, files directly in the
+    root, and what the scan refused (``rejected``: names that are not UTF-8, symlinks out of the
+    root or onto a folder already scanned, folders nested too deep, FIFOs and other special
+    files, folders that cannot be listed), each with its typed dead-letter reason.
+    """
 
     tasks: tuple[DocumentTask, ...]
     skipped: tuple[str, ...]
+    rejected: tuple[DeadLetter, ...] = ()
+
+    @cached_property
+    def _rejected_by_path(self) -> dict[str, DeadLetter]:
+        return {d.rel_path: d for d in self.rejected}
+
+    def dead_letter(self, rel_path: str) -> DeadLetter:
+        """The dead letter of a skipped path: its scan rejection, or an unsupported format."""
+        found = self._rejected_by_path.get(rel_path)
+        if found is not None:
+            return found
+        if "/" not in rel_path:
+            return DeadLetter(rel_path, "", DeadLetterReason.UNSUPPORTED.value,
+                              "file at the corpus root is outside every domain folder")
+        return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
+                          "no parser for this file type")
 
 
 def _read_meta(fs, path: str, shown: str) -> DocMeta:
@@ -34,25 +58,141 @@ def _read_meta(fs, path: str, shown: str) -> DocMeta:
         raise ConfigError(f"{shown}: {e}") from None
 
 
-def _list_tree(root: str):
-    """(filesystem, root path, {folder parts: sorted file names}) of a local folder or a URI.
+def _shown(name: str) -> str:
+    """A file name as text: undecodable bytes (kept by ``os`` as surrogates) written ``\\xff``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
-    Hidden folders and everything under them are left out, as are hidden files.
+
+def _valid_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")                 # os.fsdecode keeps undecodable bytes as surrogates
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class _LocalTree:
+    """The folders and files of a local corpus, walked under the scan rules.
+
+    * hidden files and folders (a leading dot) are left out;
+    * a symlink is followed only when its real target lies inside the corpus root; a symlinked
+      folder is walked after every real folder and only if its real path was not walked yet
+      (a set of visited real paths: no loop, no folder indexed twice);
+    * folders deeper than ``max_depth`` are not entered;
+    * names that are not UTF-8, symlinks out of the root, special files (FIFO, socket, device,
+      dangling link) and folders that cannot be listed become rejections (typed dead letters).
+    """
+
+    def __init__(self, base: str, max_depth: int):
+        self.base = base
+        self.root_real = os.path.realpath(base)
+        self.max_depth = max_depth
+        self.folders: dict[tuple[str, ...], list[str]] = {(): []}
+        self.rejected: list[DeadLetter] = []
+        self._visited = {self.root_real}
+        self._linked: list[tuple[tuple[str, ...], str, str]] = []   # (parts, path, real target)
+
+    def walk(self) -> "_LocalTree":
+        self._walk(self.base, ())
+        while self._linked:                      # symlinked folders, after every real one
+            self._linked.sort()
+            parts, path, target = self._linked.pop(0)
+            if target in self._visited:
+                self._reject(parts, DeadLetterReason.SYMLINK_LOOP,
+                             "symlink to a folder that is already scanned (a loop or a second path)")
+            else:
+                self._enter(parts, path, target)
+        return self
+
+    def _reject(self, parts: tuple[str, ...], reason: DeadLetterReason, detail: str) -> None:
+        shown = tuple(_shown(p) for p in parts)
+        self.rejected.append(DeadLetter("/".join(shown), shown[0] if len(shown) > 1 else "",
+                                        reason.value, detail))
+
+    def _inside(self, real: str) -> bool:
+        return real == self.root_real or real.startswith(self.root_real.rstrip(os.sep) + os.sep)
+
+    def _enter(self, parts: tuple[str, ...], path: str, real: str) -> None:
+        if len(parts) > self.max_depth:
+            self._reject(parts, DeadLetterReason.TOO_DEEP,
+                         f"folder nested deeper than {self.max_depth} levels (limits.max_folder_depth)")
+            return
+        self._visited.add(real)
+        self.folders[parts] = []
+        self._walk(path, parts)
+
+    def _walk(self, path: str, parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            if parts:
+                self._reject(parts, DeadLetterReason.READ_ERROR, f"cannot list folder: {e.strerror or e}")
+                return
+            raise ConfigError(f"cannot list the corpus root {self.base!r}: {e}") from None
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            child = parts + (name,)
+            if not _valid_utf8(name):
+                self._reject(child, DeadLetterReason.INVALID_NAME, "the name is not valid UTF-8")
+                continue
+            try:
+                self._entry(entry, child)
+            except OSError as e:
+                self._reject(child, DeadLetterReason.READ_ERROR, f"cannot stat: {e.strerror or e}")
+
+    def _entry(self, entry: os.DirEntry, child: tuple[str, ...]) -> None:
+        if entry.is_symlink():
+            real = os.path.realpath(entry.path)
+            if not self._inside(real):
+                self._reject(child, DeadLetterReason.OUTSIDE_ROOT, "symlink to a path outside the corpus root")
+            elif os.path.isdir(real):
+                self._linked.append((child, entry.path, real))
+            elif os.path.isfile(real):
+                self.folders[child[:-1]].append(child[-1])
+            else:
+                self._reject(child, DeadLetterReason.NOT_REGULAR, "dangling symlink or special file")
+        elif entry.is_dir(follow_symlinks=False):
+            self._enter(child, entry.path, os.path.realpath(entry.path))
+        elif entry.is_file(follow_symlinks=False):
+            self.folders[child[:-1]].append(child[-1])
+        else:
+            self._reject(child, DeadLetterReason.NOT_REGULAR, "not a regular file (FIFO, socket or device)")
+
+
+def _list_tree(root: str, max_depth: int):
+    """(filesystem, root path, {folder parts: sorted file names}, rejections) of a corpus.
+
+    A local folder (or ``file://`` URI) is walked by :class:`_LocalTree`; an object store is
+    listed through ``pyarrow.fs`` (no symlinks there; keys are UTF-8), with the same depth
+    bound. Hidden folders and everything under them are left out, as are hidden files.
     """
     import pyarrow.fs as pafs
 
-    if "://" in root:
-        fs, base = pafs.FileSystem.from_uri(root)
-    else:
-        fs, base = pafs.LocalFileSystem(), os.path.abspath(root)
+    local = beam_path(root)
+    if "://" not in local:
+        base = os.path.abspath(local)
+        if not os.path.isdir(base):
+            raise ConfigError(f"corpus root {root!r} is not a folder")
+        tree = _LocalTree(base, max_depth).walk()
+        return (pafs.LocalFileSystem(), base, {k: sorted(v) for k, v in tree.folders.items()},
+                tuple(tree.rejected))
+    fs, base = pafs.FileSystem.from_uri(root)
     info = fs.get_file_info(base)
     if info.type != pafs.FileType.Directory:
         raise ConfigError(f"corpus root {root!r} is not a folder")
     base = base.rstrip("/")
     folders: dict[tuple[str, ...], list[str]] = {(): []}
+    too_deep: set[tuple[str, ...]] = set()
     for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
         parts = tuple(entry.path[len(base) + 1:].split("/"))
         if any(p.startswith(".") for p in parts):
+            continue
+        depth = len(parts) if entry.type == pafs.FileType.Directory else len(parts) - 1
+        if depth > max_depth:
+            too_deep.add(parts[:max_depth + 1])
             continue
         if entry.type == pafs.FileType.Directory:
             folders.setdefault(parts, [])
@@ -60,10 +200,14 @@ def _list_tree(root: str):
             for i in range(len(parts)):          # object stores have no folder entries
                 folders.setdefault(parts[:i], [])
             folders[parts[:-1]].append(parts[-1])
-    return fs, base, {k: sorted(v) for k, v in folders.items()}
+    rejected = tuple(DeadLetter("/".join(p), p[0], DeadLetterReason.TOO_DEEP.value,
+                                f"folder nested deeper than {max_depth} levels (limits.max_folder_depth)")
+                     for p in sorted(too_deep))
+    return fs, base, {k: sorted(v) for k, v in folders.items()}, rejected
 
 
-def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> CorpusScan:
+def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
+                max_depth: int = LimitsConfig().max_folder_depth) -> CorpusScan:
     """Walk a corpus folder and describe every document to index.
 
     Parameters
@@ -73,20 +217,27 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
         each top-level folder is a domain.
     supported:
         File extensions (with the dot) that can be parsed.
+    max_depth:
+        Folders deeper than this below the root (a domain is depth 1) are not scanned.
 
     Returns
     -------
     CorpusScan
-        Tasks sorted by ``rel_path``; ``skipped`` lists unsupported files and files
-        directly in the root (hidden files and ``_meta.yaml`` never appear).
+        Tasks sorted by ``rel_path``; ``skipped`` lists unsupported files, files directly in
+        the root and what the scan refused (``rejected``, with reasons; see ``_LocalTree``).
+        Hidden files and ``_meta.yaml`` never appear. Nothing outside the root is listed or read.
 
     Raises
     ------
     ConfigError
-        When ``root`` is not a folder or a ``_meta.yaml`` is malformed (the message
-        names the file).
+        When ``root`` is not a folder, or a ``_meta.yaml`` is malformed, unreadable or a
+        symlink out of the root (the message names the file): metadata may carry an ACL, so a
+        build never goes on without it.
     """
-    fs, base, folders = _list_tree(root)
+    fs, base, folders, rejected = _list_tree(root, max_depth)
+    for d in rejected:
+        if d.rel_path.rsplit("/", 1)[-1] == META_FILE:
+            raise ConfigError(f"{os.path.join(str(root), d.rel_path)}: cannot read: {d.detail}")
     corpus_root = beam_path(root)                   # workers read documents through Beam
     exts = {e.lower() for e in supported}
     own: dict[tuple[str, ...], DocMeta] = {}        # folder parts -> its own _meta.yaml
@@ -120,4 +271,6 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
                 folder_metas=tuple(resolved[parts[:i + 1]] for i in range(len(parts))),
             ))
     tasks.sort(key=lambda t: t.rel_path)
-    return CorpusScan(tasks=tuple(tasks), skipped=tuple(sorted(skipped)))
+    skipped.extend(d.rel_path for d in rejected)
+    return CorpusScan(tasks=tuple(tasks), skipped=tuple(sorted(skipped)),
+                      rejected=tuple(sorted(rejected, key=lambda d: d.rel_path)))

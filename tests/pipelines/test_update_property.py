@@ -1,6 +1,10 @@
-"""Property: after any sequence of add / modify / delete / rename / metadata change / corruption,
-an incremental (document-level) update gives exactly the index a full rebuild of the resulting
-corpus gives: same ids, rows, edge weights, summaries, BM25 document sets and build id."""
+"""Property: after any sequence of add / modify / delete / rename / metadata change / access-control
+change (``_meta.yaml`` and front matter) / corruption, an incremental (document-level) update gives
+exactly the index a full rebuild of the resulting corpus gives: same ids, rows, ACL columns, edge
+weights, summaries, BM25 document sets and build id.
+
+CI runs a few examples per path; ``make bench`` runs ``VDGR_UPDATE_EXAMPLES`` (200) of them.
+"""
 from __future__ import annotations
 
 import os
@@ -8,7 +12,7 @@ import shutil
 
 import pytest
 import tantivy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipelines.run_build import run_build
@@ -29,17 +33,23 @@ PARAGRAPHS = [
 SLOTS = ["net/routers/a.md", "net/routers/b.md", "net/c.md", "hr/d.md", "hr/policies/e.md"]
 
 
-def _doc(title_i: int, paras: list[int]) -> str:
+EXAMPLES = int(os.environ.get("VDGR_UPDATE_EXAMPLES", "5"))
+ACLS = ((), ("netops",), ("hr-staff", "netops"))     # () : readable by everyone
+
+
+def _doc(title_i: int, paras: list[int], acl: tuple = ()) -> str:
+    front = f"---\nacl: [{', '.join(acl)}]\n---\n" if acl else ""
     body = "\n\n".join(f"## Part {i}\n\n{PARAGRAPHS[p]}" for i, p in enumerate(paras))
-    return f"# Doc {title_i}\n\n{body}\n"
+    return f"{front}# Doc {title_i}\n\n{body}\n"
 
 
 ops = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(SLOTS), st.integers(0, 3),
-              st.lists(st.integers(0, 3), min_size=1, max_size=3)),
+              st.lists(st.integers(0, 3), min_size=1, max_size=3), st.sampled_from(ACLS)),
     st.tuples(st.just("delete"), st.sampled_from(SLOTS)),
     st.tuples(st.just("rename"), st.sampled_from(SLOTS), st.sampled_from(SLOTS)),
-    st.tuples(st.just("meta"), st.sampled_from(["net/routers", "hr"]), st.sampled_from(["1.0", "2.0"])),
+    st.tuples(st.just("meta"), st.sampled_from(["net/routers", "hr", "hr/policies"]),
+              st.sampled_from(["1.0", "2.0"]), st.sampled_from(ACLS)),
     st.tuples(st.just("corrupt"), st.sampled_from(SLOTS)),
 )
 
@@ -47,11 +57,11 @@ ops = st.one_of(
 def _apply(root: str, op) -> None:
     kind = op[0]
     if kind == "write":
-        _, rel, title, paras = op
+        _, rel, title, paras, *acl = op          # acl: the document's front matter (optional)
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            f.write(_doc(title, paras))
+            f.write(_doc(title, paras, *acl))
     elif kind == "delete":
         path = os.path.join(root, op[1])
         if os.path.exists(path):
@@ -69,8 +79,9 @@ def _apply(root: str, op) -> None:
     elif kind == "meta":
         folder = os.path.join(root, op[1])
         os.makedirs(folder, exist_ok=True)
+        acl = op[3] if len(op) > 3 else ()
         with open(os.path.join(folder, "_meta.yaml"), "w", encoding="utf-8") as f:
-            f.write(f"version: '{op[2]}'\n")
+            f.write(f"version: '{op[2]}'\n" + (f"acl: [{', '.join(acl)}]\n" if acl else ""))
 
 
 def _shard_documents(index: str, folder: str) -> list[str]:
@@ -99,9 +110,12 @@ def _cfg(corpus, index, in_driver_max: int = 200):
 # in_driver_max 0: the arriving documents always go through the Beam pipeline; 200: always
 # through the driver. Both must give the index a full build gives.
 @pytest.mark.parametrize("in_driver_max", [0, 200], ids=["pipeline", "driver"])
-@settings(max_examples=5, deadline=None, derandomize=True,
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(sequence=st.lists(ops, min_size=1, max_size=3))
+@example(sequence=[("meta", "hr", "1.0", ("hr-staff",)),                     # folder ACL set
+                   ("write", "net/routers/a.md", 0, [0, 1], ("netops",)),     # document ACL set
+                   ("meta", "hr", "1.0", ())])                                # folder ACL dropped
 def test_incremental_update_equals_full_rebuild(tmp_path_factory, in_driver_max, sequence):
     root = str(tmp_path_factory.mktemp("prop"))
     corpus, live = os.path.join(root, "corpus"), os.path.join(root, "live")
@@ -142,3 +156,27 @@ def test_reader_open_during_update_keeps_its_version(tmp_path):
     run_update(_cfg(corpus, index))
     assert before.table(T.CONTENTS).count_rows() == n_before
     assert IndexReader(index).arrow(T.CONTENTS).num_rows > n_before
+
+
+def _acl_of(index: str, source: str) -> set:
+    rows = IndexReader(index).arrow(T.CONTENTS).to_pylist()
+    return {tuple(r["acl"]) for r in rows if r["source"] == source}
+
+
+def test_acl_changes_reach_every_row_of_the_document_through_an_update(tmp_path):
+    """An ACL change is a change: ``_meta.yaml`` and front-matter ACLs move to the stored rows
+    (and a rebuild agrees), not only text changes."""
+    corpus, index = str(tmp_path / "c"), str(tmp_path / "i")
+    _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
+    _apply(corpus, ("write", "hr/d.md", 1, [2]))
+    run_build(_cfg(corpus, index))
+    assert _acl_of(index, "hr/d.md") == {()}
+    _apply(corpus, ("meta", "hr", "1.0", ("hr-staff",)))
+    _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1], ("netops",)))   # same text, new ACL
+    report = run_update(_cfg(corpus, index))
+    assert not report.plan.empty
+    assert _acl_of(index, "hr/d.md") == {("hr-staff",)}
+    assert _acl_of(index, "net/routers/a.md") == {("netops",)}
+    fresh = str(tmp_path / "fresh")
+    run_build(_cfg(corpus, fresh))
+    assert _snapshot(index) == _snapshot(fresh)

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from schemas.errors import ConfigError
@@ -77,3 +79,108 @@ def test_supported_filter(corpus):
     scan = scan_corpus(str(corpus), supported=(".md",))
     assert all(t.rel_path.endswith(".md") for t in scan.tasks)
     assert "net/routers/setup.rst" in scan.skipped
+
+
+# --- scan rules: symlinks, loops, depth, names, special files -----------------------------------
+
+def _reasons(scan) -> dict[str, str]:
+    return {d.rel_path: d.reason for d in scan.rejected}
+
+
+def test_symlink_out_of_the_root_is_refused(tmp_path):
+    corpus, outside = tmp_path / "c", tmp_path / "outside"
+    write(corpus, "net/a/x.md", "# A\n\nhello\n")
+    write(outside, "secret.md", "# S\n\nsecret\n")
+    write(outside, "dir/more.md", "# M\n\nmore\n")
+    os.symlink(outside / "secret.md", corpus / "net" / "a" / "leak.md")
+    os.symlink(outside / "dir", corpus / "net" / "linked")
+    os.symlink("../../../outside/secret.md", corpus / "net" / "a" / "relative.md")
+    scan = scan_corpus(str(corpus))
+    assert [t.rel_path for t in scan.tasks] == ["net/a/x.md"]
+    assert _reasons(scan) == {"net/a/leak.md": "outside_root", "net/linked": "outside_root",
+                              "net/a/relative.md": "outside_root"}
+    assert set(scan.skipped) == set(_reasons(scan))
+    assert scan.dead_letter("net/linked").domain == "net"
+
+
+def test_symlink_loop_is_walked_once(tmp_path):
+    write(tmp_path, "net/a/x.md", "# A\n\nhello\n")
+    os.symlink("..", tmp_path / "net" / "a" / "loop")
+    os.symlink(str(tmp_path), tmp_path / "net" / "root")
+    scan = scan_corpus(str(tmp_path))
+    assert [t.rel_path for t in scan.tasks] == ["net/a/x.md"]
+    assert _reasons(scan) == {"net/a/loop": "symlink_loop", "net/root": "symlink_loop"}
+
+
+def test_symlinks_inside_the_root(tmp_path):
+    """A symlinked file inside the root is a document at its own path; a symlinked folder whose
+    real folder is scanned anyway is not walked twice, whatever the order of names."""
+    write(tmp_path, "net/real/x.md", "# A\n\nhello\n")
+    write(tmp_path, "net/.hidden/h.md", "# H\n\nhidden but linked\n")
+    os.symlink("real", tmp_path / "net" / "alias")              # sorts before "real"
+    os.symlink("real/x.md", tmp_path / "net" / "copy.md")
+    os.symlink(".hidden", tmp_path / "net" / "shown")           # its only path: walked
+    scan = scan_corpus(str(tmp_path))
+    assert [t.rel_path for t in scan.tasks] == ["net/copy.md", "net/real/x.md", "net/shown/h.md"]
+    assert _reasons(scan) == {"net/alias": "symlink_loop"}
+
+
+def test_folder_depth_is_bounded(tmp_path):
+    write(tmp_path, "net/a/b/c/x.md", "# A\n\nhello\n")
+    write(tmp_path, "net/a/b/c/d/deep.md", "# D\n\ndeep\n")
+    scan = scan_corpus(str(tmp_path), max_depth=4)
+    assert [t.rel_path for t in scan.tasks] == ["net/a/b/c/x.md"]
+    assert _reasons(scan) == {"net/a/b/c/d": "too_deep"}
+
+
+def test_folder_depth_on_an_object_store_listing(tmp_path, monkeypatch):
+    """The object-store branch (pyarrow.fs listing, as for gs:// or s3://) has the same bound."""
+    import vdgr_core.corpus as corpus_mod
+
+    write(tmp_path, "net/a/b/x.md", "# A\n\nhello\n")
+    write(tmp_path, "net/a/b/c/deep.md", "# D\n\ndeep\n")
+    monkeypatch.setattr(corpus_mod, "beam_path", lambda uri: uri)   # keep file:// as a URI
+    scan = scan_corpus(f"file://{tmp_path}", max_depth=3)
+    assert [t.rel_path for t in scan.tasks] == ["net/a/b/x.md"]
+    assert _reasons(scan) == {"net/a/b/c": "too_deep"}
+
+
+def test_non_utf8_names_become_dead_letters(tmp_path):
+    write(tmp_path, "net/a/x.md", "# A\n\nhello\n")
+    root = os.fsencode(str(tmp_path))
+    with open(root + b"/net/a/bad\xffname.md", "w") as f:
+        f.write("# bad\n\nx\n")
+    os.makedirs(root + b"/net/caf\xe9")
+    with open(root + b"/net/caf\xe9/y.md", "w") as f:
+        f.write("# y\n\ny\n")
+    scan = scan_corpus(str(tmp_path))
+    assert [t.rel_path for t in scan.tasks] == ["net/a/x.md"]
+    assert _reasons(scan) == {"net/a/bad\\xffname.md": "invalid_name", "net/caf\\xe9": "invalid_name"}
+
+
+def test_fifo_and_unlistable_folder_become_dead_letters(tmp_path):
+    write(tmp_path, "net/a/x.md", "# A\n\nhello\n")
+    os.mkfifo(tmp_path / "net" / "a" / "pipe.md")           # reading it would block forever
+    os.symlink("nowhere.md", tmp_path / "net" / "a" / "dangling.md")
+    locked = tmp_path / "net" / "locked"
+    write(tmp_path, "net/locked/y.md", "# y\n\ny\n")
+    os.chmod(locked, 0)
+    try:
+        scan = scan_corpus(str(tmp_path))
+    finally:
+        os.chmod(locked, 0o755)
+    reasons = _reasons(scan)
+    assert reasons.pop("net/a/pipe.md") == "not_regular_file"
+    assert reasons.pop("net/a/dangling.md") == "not_regular_file"
+    if os.geteuid() != 0:                    # root lists any folder
+        assert reasons.pop("net/locked") == "read_error"
+    assert reasons == {}
+
+
+def test_meta_yaml_symlinked_out_of_the_root_stops_the_scan(tmp_path):
+    corpus = tmp_path / "c"
+    write(corpus, "net/a/x.md", "# A\n\nhello\n")
+    write(tmp_path, "outside/_meta.yaml", "acl: [eng]\n")
+    os.symlink(tmp_path / "outside" / "_meta.yaml", corpus / "net" / "_meta.yaml")
+    with pytest.raises(ConfigError, match=r"_meta\.yaml.*outside the corpus root"):
+        scan_corpus(str(corpus))

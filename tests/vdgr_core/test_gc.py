@@ -56,3 +56,33 @@ def test_gc_after_many_appends_keeps_the_manifest_readable(tmp_path):
     write_manifest(index, dataclasses.replace(m, table_versions={**m.table_versions, T.EDGES: table.version}))
     collect_garbage(index, keep=dt.timedelta(0))
     assert IndexReader(index).arrow(T.EDGES).num_rows == rows.num_rows
+
+
+def test_gc_never_replaces_a_newer_manifest(tmp_path, monkeypatch):
+    """If the manifest moved on after gc read it (a writer that bypassed the lock), gc's compacted
+    manifest is refused and the newer one stays."""
+    import dataclasses
+
+    import pytest
+
+    from schemas.errors import ConcurrentCommitError
+    from vdgr_core.store import gc as gc_mod
+    from vdgr_core.store.lance_store import connect
+    from vdgr_core.store.manifest import read_manifest, write_manifest
+
+    corpus, index = write_corpus(str(tmp_path / "c")), str(tmp_path / "i")
+    run_build(BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing")))
+    table = connect(index).open_table(T.EDGES)
+    rows = table.to_arrow()
+    third = rows.num_rows // 3 + 1   # the same rows in three fragments: optimize compacts them
+    table.add(rows.slice(0, third), mode="overwrite")
+    table.add(rows.slice(third, third), mode="append")
+    table.add(rows.slice(2 * third), mode="append")
+    m = read_manifest(index)
+    seen_by_gc = write_manifest(index, dataclasses.replace(
+        m, table_versions={**m.table_versions, T.EDGES: table.version}))
+    newer = write_manifest(index, dataclasses.replace(seen_by_gc, build_id="newer"))
+    monkeypatch.setattr(gc_mod, "read_manifest", lambda _: seen_by_gc)
+    with pytest.raises(ConcurrentCommitError):
+        collect_garbage(index, keep=dt.timedelta(0))
+    assert read_manifest(index) == newer

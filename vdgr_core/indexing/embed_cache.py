@@ -65,9 +65,11 @@ def embed_with_cache(get_embedder: Callable[[], object], dim: int, cache: Embedd
 
 def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     """Add new (key, vector) rows to the cache table; returns rows added."""
+    from vdgr_core.store.failpoints import failpoint
     from vdgr_core.store.lance_store import connect, has_table
 
     if rows.num_rows == 0:
+        failpoint("commit.cache_written")
         return 0
     db = connect(index_uri)
     rows = rows.cast(T.embedding_cache_schema(dim))
@@ -77,6 +79,7 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     else:
         t = db.create_table(T.EMBEDDING_CACHE, data=rows)
     _keep_key_index(t)
+    failpoint("commit.cache_written")
     return rows.num_rows
 
 

@@ -15,9 +15,13 @@ def task_fingerprint(task: DocumentTask, content_sha256: str) -> str:
     return document_fingerprint(content_sha256, context)
 
 
-def skipped_fingerprint(rel_path: str) -> str:
-    """Files the scan skips (unsupported types) are compared by path only."""
-    return stable_id("skipped", rel_path)
+def skipped_fingerprint(rel_path: str, reason: str = "unsupported_format", detail: str = "") -> str:
+    """Files the scan skips are compared by path, and by why when the scan refused them
+    (a symlink that now leads out of the root, a folder now too deep...); an unsupported
+    format by path only."""
+    if reason == "unsupported_format":
+        return stable_id("skipped", rel_path)
+    return stable_id("skipped", rel_path, reason, detail)
 
 
 def file_fingerprint(task: DocumentTask, data: bytes) -> str:

@@ -6,8 +6,11 @@ older than ``keep``: LanceDB versions other than the ones the current manifest n
 folders the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
 ``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
 ``optimize`` also compacts small fragments; when that commits a new version of a table the
-manifest names (same rows), the manifest is rewritten, atomically, to name it. Run it when no
-build or update is writing to the index.
+manifest names (same rows), the manifest is rewritten, atomically, to name it.
+
+It holds the index's writer lock (``store/lock.py``) throughout, so no build or update commits
+meanwhile, and it writes its manifest only over the generation it read: it never replaces a
+newer manifest.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from schemas import tables as T
 from schemas.errors import ConfigError
 from vdgr_core.store.lance_store import connect, has_table
 from vdgr_core.store.location import is_remote
+from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import read_manifest, write_manifest
 
 
@@ -37,18 +41,31 @@ def _older_than(path: str, keep_s: float) -> bool:
     return time.time() - os.path.getmtime(path) > keep_s
 
 
-def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1)) -> GcReport:
+def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1),
+                    lock_timeout_s: float = 0.0) -> GcReport:
     """Remove what the current manifest does not need and is older than ``keep``.
+
+    Parameters
+    ----------
+    lock_timeout_s:
+        How long to wait for a build or update of the index to finish.
 
     Raises
     ------
     ConfigError
         For an object-store index: use the bucket's lifecycle rules for old shard folders and
         LanceDB's own cleanup there (not implemented here yet).
+    IndexBusyError
+        When another writer still holds the index after ``lock_timeout_s``.
     """
     if is_remote(index_dir):
         raise ConfigError(f"vdgr gc works on local index folders; {index_dir!r} is an object-store URI "
                           "(see docs/RUNNERS.md)")
+    with IndexLock(index_dir, "vdgr gc", lock_timeout_s):
+        return _collect_locked(index_dir, keep)
+
+
+def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
     manifest = read_manifest(index_dir)
     db = connect(index_dir)
     versions = 0
@@ -68,7 +85,8 @@ def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1)
             compacted[name] = table.version   # compaction committed a version with the same rows
     if compacted:
         write_manifest(index_dir, dataclasses.replace(
-            manifest, table_versions={**manifest.table_versions, **compacted}))
+            manifest, table_versions={**manifest.table_versions, **compacted}),
+            expect_generation=manifest.generation)
     keep_s = keep.total_seconds()
     live = {os.path.normpath(os.path.join(index_dir, f)) for f in manifest.tantivy_shards.values()}
     shards = 0

@@ -5,19 +5,29 @@ Everything but the LanceDB tables (which LanceDB writes to the URI itself) goes 
 or folder appears whole:
 
 * local folder: written to a temporary name, fsynced, renamed into place;
-* object store: an object becomes visible only when its upload completes, and a shard folder is
-  uploaded under a name nobody reads until the manifest naming it is written, after the upload.
+* object store: an object becomes visible only when its upload completes; a folder (a BM25
+  shard) is complete only once its completion marker ``_complete.json`` exists, which lists
+  every file and its size and is uploaded after them. Readers and writers require the marker:
+  an interrupted upload leaves a folder without one, which a later run uploads again and no
+  reader opens.
 
 A URI with a scheme always takes the object-store path (``file://`` too, which is how the tests
 exercise it without a network).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+from typing import Callable, Optional
 
 import pyarrow.fs as pafs
+
+from schemas.errors import IndexError_
+from vdgr_core.store.failpoints import failpoint
+
+COMPLETE_MARKER = "_complete.json"      # last object of a published folder: its file list
 
 
 def is_remote(uri: str) -> bool:
@@ -66,65 +76,178 @@ class IndexLocation:
         with self._fs.open_input_stream(self._path(rel)) as f:
             return f.read()
 
-    def write_whole(self, rel: str, data: bytes) -> None:
-        """Write ``rel`` so that readers see the old content or the new, never part of it."""
+    def write_whole(self, rel: str, data: bytes, before_publish: Optional[Callable[[], None]] = None) -> None:
+        """Write ``rel`` so that readers see the old content or the new, never part of it.
+
+        ``before_publish`` is called once the data is durable under a temporary name, just before
+        it replaces ``rel`` (a failpoint hook)."""
         if not self.remote:
-            _atomic_local_write(self._path(rel), data)
+            _atomic_local_write(self._path(rel), data, before_publish)
             return
+        if before_publish is not None:
+            before_publish()
+        self._parent_folder(rel)
         with self._fs.open_output_stream(self._path(rel)) as f:   # visible once complete
             f.write(data)
 
-    def publish_folder(self, local_dir: str, rel: str) -> None:
-        """Move the finished folder ``local_dir`` to ``rel`` (which must not exist yet)."""
+    def _parent_folder(self, rel: str) -> None:
+        """A ``file://`` "bucket" needs the folders an object store does without."""
+        if self._fs.type_name == "local":
+            self._fs.create_dir(os.path.dirname(self._path(rel)), recursive=True)
+
+    def create_if_absent(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` holding ``data`` unless it exists; True when this call created it.
+
+        Local: exclusive (a hard link of a fsynced temporary file). Object store: checked, written,
+        then read back, as close to a conditional create as ``pyarrow.fs`` allows (it has no
+        ``If-None-Match``): two writers racing in the same instant can both see their own bytes.
+        """
         if not self.remote:
-            target = self._path(rel)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.replace(local_dir, target)
-            return
+            return _exclusive_local_write(self._path(rel), data)
+        if self.exists(rel):
+            return False
+        self._parent_folder(rel)
+        with self._fs.open_output_stream(self._path(rel)) as f:
+            f.write(data)
+        return self.read_bytes(rel) == data
+
+    def delete(self, rel: str) -> None:
+        """Remove the file ``rel`` (nothing if it is absent)."""
         try:
+            self._fs.delete_file(self._path(rel))
+        except FileNotFoundError:
+            pass
+
+    def list_names(self, rel: str) -> list[str]:
+        """Names of the files directly in folder ``rel`` (empty when it does not exist)."""
+        if not self.exists(rel):
+            return []
+        infos = self._fs.get_file_info(pafs.FileSelector(self._path(rel), recursive=False))
+        return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)
+
+    def folder_complete(self, rel: str) -> bool:
+        """True when folder ``rel`` was published whole (local: it exists, being renamed into
+        place whole; object store: its completion marker exists)."""
+        return self.exists(f"{rel}/{COMPLETE_MARKER}" if self.remote else rel)
+
+    def publish_folder(self, local_dir: str, rel: str) -> None:
+        """Publish the finished folder ``local_dir`` (flat) whole at ``rel``; ``local_dir`` is gone after.
+
+        Local: renamed into place. Object store: every file uploaded, then the completion marker.
+        A folder already complete at ``rel`` (another run published the same content: folders
+        are named by their content) is kept and ``local_dir`` discarded.
+        """
+        try:
+            files = {name: os.path.getsize(os.path.join(local_dir, name))
+                     for name in sorted(os.listdir(local_dir)) if os.path.isfile(os.path.join(local_dir, name))}
+            marker = json.dumps({"files": files}, sort_keys=True).encode("utf-8")
+            if not self.remote:
+                with open(os.path.join(local_dir, COMPLETE_MARKER), "wb") as f:
+                    f.write(marker)
+                target = self._path(rel)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                try:
+                    os.replace(local_dir, target)
+                except OSError:
+                    if not os.path.isdir(target):
+                        raise                  # not "published meanwhile": a real failure
+                return
+            if self.folder_complete(rel):
+                return
             self._fs.create_dir(self._path(rel), recursive=True)
-            for name in sorted(os.listdir(local_dir)):
-                src = os.path.join(local_dir, name)
-                if os.path.isfile(src):
-                    with open(src, "rb") as f, self._fs.open_output_stream(self._path(f"{rel}/{name}")) as out:
-                        shutil.copyfileobj(f, out, 1 << 20)
+            for name in files:
+                with open(os.path.join(local_dir, name), "rb") as f, \
+                        self._fs.open_output_stream(self._path(f"{rel}/{name}")) as out:
+                    shutil.copyfileobj(f, out, 1 << 20)
+            failpoint("store.folder_uploaded_without_marker")
+            with self._fs.open_output_stream(self._path(f"{rel}/{COMPLETE_MARKER}")) as out:
+                out.write(marker)
         finally:
             shutil.rmtree(local_dir, ignore_errors=True)
 
     def fetch_folder(self, rel: str, local_dir: str) -> None:
-        """Copy the folder ``rel`` (flat, as a tantivy index is) into the new folder ``local_dir``."""
+        """Copy the complete folder ``rel`` into the new folder ``local_dir``.
+
+        Object store: exactly the files its completion marker lists, sizes checked.
+
+        Raises
+        ------
+        IndexError_
+            When ``rel`` has no completion marker (an interrupted upload) or a listed file is
+            missing or of another size.
+        """
         os.makedirs(local_dir)
-        selector = pafs.FileSelector(self._path(rel), recursive=False)
-        for info in self._fs.get_file_info(selector):
-            if info.type == pafs.FileType.File:
-                with self._fs.open_input_stream(info.path) as f, open(os.path.join(local_dir, info.base_name), "wb") as out:
+        try:
+            files = json.loads(self.read_bytes(f"{rel}/{COMPLETE_MARKER}").decode("utf-8"))["files"]
+        except FileNotFoundError:
+            raise IndexError_(f"{self.join(rel)} is incomplete (no {COMPLETE_MARKER}): "
+                              "its upload was interrupted") from None
+        for name, size in sorted(files.items()):
+            target = os.path.join(local_dir, name)
+            try:
+                with self._fs.open_input_stream(self._path(f"{rel}/{name}")) as f, open(target, "wb") as out:
                     shutil.copyfileobj(f, out, 1 << 20)
+            except FileNotFoundError:
+                raise IndexError_(f"{self.join(rel, name)} is missing from a published folder") from None
+            if os.path.getsize(target) != size:
+                raise IndexError_(f"{self.join(rel, name)} has {os.path.getsize(target)} bytes, "
+                                  f"its completion marker says {size}")
 
     def local_folder(self, rel: str) -> str:
         """The local path of folder ``rel`` of a local index."""
         return self._path(rel)
 
 
-def _atomic_local_write(path: str, data: bytes) -> None:
-    """Temp file in the same folder, fsync, rename over ``path``, fsync the folder."""
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
+def _fsynced_temp(folder: str, data: bytes) -> str:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        os.unlink(tmp)
         raise
+    return tmp
+
+
+def _fsync_folder(folder: str) -> None:
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _exclusive_local_write(path: str, data: bytes) -> bool:
+    """Create ``path`` whole with ``data`` unless it exists (a hard link never replaces)."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    tmp = _fsynced_temp(folder, data)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    _fsync_folder(folder)
+    return True
+
+
+def _atomic_local_write(path: str, data: bytes, before_publish: Optional[Callable[[], None]] = None) -> None:
+    """Temp file in the same folder, fsync, rename over ``path``, fsync the folder."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    tmp = _fsynced_temp(folder, data)
+    try:
+        if before_publish is not None:
+            before_publish()
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
 
 
 def shard_cache_dir() -> str:

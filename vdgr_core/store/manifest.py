@@ -5,17 +5,28 @@ LanceDB table versions and tantivy shard folders is written last and whole (a lo
 temporary file fsynced and renamed over ``manifest.json``; an object store: one object, visible
 once uploaded). A reader that opens the manifest sees one consistent index, old or new, never a
 mix.
+
+Generations. Every manifest carries a ``generation``, one more than the manifest it replaces
+(an index written before generations counts as 0). A writer holding the index lock
+(``store/lock.py``) expects the generation it saw when it took the lock; ``write_manifest``
+refuses (:class:`ConcurrentCommitError`) to replace a manifest whose generation moved since,
+so no commit (``gc``'s included) ever replaces a newer manifest. On an object store each
+generation is also its own object, ``manifests/<generation>.json``, created only if absent and
+read back (a conditional create, as far as ``pyarrow.fs`` allows: see ``store/lock.py``);
+readers take the highest generation there, and ``manifest.json`` is a copy for tools.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
-from schemas.errors import IndexError_
+from schemas.errors import ConcurrentCommitError, IndexError_
+from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import IndexLocation
 
 MANIFEST_NAME = "manifest.json"
+GENERATIONS_DIR = "manifests"        # object stores: one object per generation
 FORMAT_VERSION = 1
 
 
@@ -46,6 +57,7 @@ class Manifest:
     created_at: str = ""
     parent_build_id: Optional[str] = None
     format_version: int = FORMAT_VERSION
+    generation: int = 0                     # set by write_manifest: the replaced one's + 1
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -69,19 +81,82 @@ class Manifest:
         raise KeyError(name)
 
 
-def write_manifest(index_dir: str, manifest: Manifest) -> str:
-    """Write the manifest whole (the last write of a commit); returns its path or URI."""
+def _generation_name(generation: int) -> str:
+    return f"{GENERATIONS_DIR}/{generation:012d}.json"
+
+
+def _latest_generation_object(loc: IndexLocation) -> Optional[str]:
+    names = sorted(n for n in loc.list_names(GENERATIONS_DIR) if n.endswith(".json") and n[:-5].isdigit())
+    return f"{GENERATIONS_DIR}/{names[-1]}" if names else None
+
+
+def _manifest_object(loc: IndexLocation) -> str:
+    """What readers open: the highest generation object (object store), else manifest.json."""
+    if loc.remote:
+        return _latest_generation_object(loc) or MANIFEST_NAME
+    return MANIFEST_NAME
+
+
+def current_generation(index_dir: str) -> int:
+    """The generation of the committed manifest; -1 when there is none."""
+    try:
+        return read_manifest(index_dir).generation
+    except IndexError_:
+        loc = IndexLocation(index_dir)
+        if loc.exists(_manifest_object(loc)):
+            raise                      # an unreadable manifest is not "no manifest"
+        return -1
+
+
+def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Optional[int] = None) -> Manifest:
+    """Write the manifest whole (the last write of a commit) as the next generation.
+
+    Parameters
+    ----------
+    expect_generation:
+        The generation the caller read; by default the one the index lock of this process
+        expects (no check when neither is known).
+
+    Returns
+    -------
+    Manifest
+        ``manifest`` with its ``generation`` set, as written.
+
+    Raises
+    ------
+    ConcurrentCommitError
+        When the committed manifest is no longer ``expect_generation``: this write would replace
+        a newer manifest (a writer that bypassed the lock, or a lost object-store lease).
+    """
+    from vdgr_core.store import lock
+
     loc = IndexLocation(index_dir)
-    loc.write_whole(MANIFEST_NAME, manifest.to_json().encode("utf-8"))
-    return loc.join(MANIFEST_NAME)
+    if expect_generation is None:
+        expect_generation = lock.held_generation(index_dir)
+    current = current_generation(index_dir)
+    if expect_generation is not None and current != expect_generation:
+        raise ConcurrentCommitError(
+            f"the manifest of {index_dir} changed during this commit (generation {current}, expected "
+            f"{expect_generation}); nothing was replaced: run the command again")
+    manifest = replace(manifest, generation=max(current, 0) + 1)
+    data = manifest.to_json().encode("utf-8")
+    if loc.remote:
+        name = _generation_name(manifest.generation)
+        if not loc.create_if_absent(name, data):
+            raise ConcurrentCommitError(f"manifest generation {manifest.generation} of {index_dir} "
+                                        "was committed by another writer; nothing was replaced")
+    loc.write_whole(MANIFEST_NAME, data, before_publish=lambda: failpoint("commit.manifest_before_rename"))
+    lock.committed_generation(index_dir, manifest.generation)
+    return manifest
 
 
 def read_manifest(index_dir: str) -> Manifest:
     loc = IndexLocation(index_dir)
+    name = _manifest_object(loc)
     try:
-        return Manifest.from_json(loc.read_bytes(MANIFEST_NAME).decode("utf-8"))
+        return Manifest.from_json(loc.read_bytes(name).decode("utf-8"))
     except FileNotFoundError:
         raise IndexError_(f"no index at {index_dir!r}: {MANIFEST_NAME} is missing "
                           "(was the build interrupted before its commit?)") from None
     except (ValueError, TypeError, KeyError) as e:
-        raise IndexError_(f"unreadable manifest {loc.join(MANIFEST_NAME)!r}: {e}") from e
+        raise IndexError_(f"unreadable manifest {loc.join(name)!r}: {e}") from e

@@ -3,7 +3,8 @@
 A shard folder is named by the digest of what it holds, so a rebuild of unchanged content
 gives the same folder name, and a reader pinned by the manifest never sees a half-written
 shard: it is built in a local temporary folder, then renamed into place (local index) or
-uploaded before the manifest that names it is written (object store, see store/location.py).
+uploaded file by file and completed by a marker object that readers require (object store, see
+store/location.py), before the manifest that names it is written.
 
 One BM25 field per chunk: ``body`` is the chunk's heading followed by its text, scored as one
 unit. Summing separate BM25 scores of a short ``title`` field, a ``path_text`` field (every
@@ -91,7 +92,7 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
     digest = shard_digest(rows)
     loc = IndexLocation(index_root)
     rel = shard_folder(domain, digest)
-    if not loc.exists(rel):
+    if not loc.folder_complete(rel):
         _publish(loc, rel, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
     return ShardInfo(domain, rel, len(rows), digest)
 
@@ -112,11 +113,11 @@ def update_shard(index_root: str, domain: str, base_folder: Optional[str], all_r
     (a new domain) the shard is built from ``all_rows``.
     """
     loc = IndexLocation(index_root)
-    if base_folder is None or not loc.exists(base_folder):
+    if base_folder is None or not loc.folder_complete(base_folder):
         return build_shard(index_root, domain, all_rows)
     digest = shard_digest(all_rows)
     rel = shard_folder(domain, digest)
-    if not loc.exists(rel):
+    if not loc.folder_complete(rel):
         def fill(tmp: str) -> None:
             os.rmdir(tmp)
             if loc.remote:

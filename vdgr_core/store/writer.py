@@ -9,6 +9,7 @@ from typing import Mapping, Optional, Sequence
 import pyarrow as pa
 
 from schemas import tables as T
+from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.lance_store import TableWrite, connect, sort_rows, write_table
 from vdgr_core.store.manifest import DomainInfo, Manifest, write_manifest
 from vdgr_core.store.tantivy_shard import ShardInfo
@@ -52,6 +53,11 @@ def commit_index(
     -------
     (Manifest, dict of TableWrite)
         The committed manifest and, per table, the version written and its row count.
+
+    Raises
+    ------
+    ConcurrentCommitError
+        When the manifest changed since the index lock was taken (see ``write_manifest``).
     """
     db = connect(index_dir)
 
@@ -60,7 +66,9 @@ def commit_index(
         if table is None:
             table = pa.Table.from_pylist([], schema=T.schema_for(name, dim))
         table = sort_rows(name, table)           # once: the digest and the write share it
-        return write_table(db, name, table, presorted=True), _sorted_digest(name, table)
+        written = write_table(db, name, table, presorted=True)
+        failpoint(TABLE_POINT.format(name))
+        return written, _sorted_digest(name, table)
 
     # the tables are independent and LanceDB, Arrow and hashlib release the GIL on large data
     with ThreadPoolExecutor(max_workers=len(T.TABLES), thread_name_prefix="vdgr-commit") as pool:
@@ -83,5 +91,6 @@ def commit_index(
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         parent_build_id=parent_build_id,
     )
-    write_manifest(index_dir, manifest)
+    manifest = write_manifest(index_dir, manifest)
+    failpoint("commit.manifest_written")
     return manifest, writes
