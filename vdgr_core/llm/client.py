@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -319,6 +319,82 @@ class LLMClient:
         text = self._run(stage, messages, dict(kw), lambda content: content)
         self._cache_put(key, text)
         return text
+
+    def chat_stream(self, stage: str, messages: Messages, *, usage_out: Optional[StageUsage] = None,
+                    **kw: Any) -> Iterator[str]:
+        """Streamed chat completion: yield the assistant's text deltas as they arrive.
+
+        Not cached (a stream is consumed as it is produced). A transient failure before the
+        first delta is retried like :meth:`chat`; once text has been yielded a failure ends the
+        stream with :class:`LLMError` (what was yielded cannot be taken back). The request asks
+        for a final usage chunk (``stream_options.include_usage``); endpoints that report one
+        have their tokens counted.
+
+        Parameters
+        ----------
+        stage : str
+            Usage bucket for this call.
+        messages : list of dict
+            OpenAI chat messages.
+        usage_out : StageUsage, optional
+            Also receives this stream's calls and tokens (the client's own per-stage record is
+            shared by every caller).
+        **kw
+            Extra request parameters (``temperature``, ``max_tokens``, ...).
+
+        Raises
+        ------
+        LLMError
+            On a non-retryable HTTP error, when all retries are spent, or when the stream breaks.
+        """
+        args: dict[str, Any] = {
+            "model": self._config.model,
+            "temperature": self._config.temperature,
+            "max_tokens": self._config.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        args.update(kw)
+
+        def count(**deltas: int) -> None:
+            self._count(stage, **deltas)
+            if usage_out is not None:
+                for name, delta in deltas.items():
+                    setattr(usage_out, name, getattr(usage_out, name) + delta)
+
+        attempts = self._config.max_retries + 1
+        last = "no attempt made"
+        for attempt in range(attempts):
+            if attempt:
+                count(retries=1)
+            produced = False
+            try:
+                with self._slots:
+                    count(calls=1)
+                    stream = self._api.chat.completions.create(messages=messages, **args)
+                    try:
+                        for chunk in stream:
+                            usage = getattr(chunk, "usage", None)
+                            if usage is not None:
+                                count(prompt_tokens=int(usage.prompt_tokens or 0),
+                                      completion_tokens=int(usage.completion_tokens or 0))
+                            for choice in chunk.choices or ():
+                                delta = getattr(choice.delta, "content", None) if choice.delta else None
+                                if delta:
+                                    produced = True
+                                    yield delta
+                    finally:
+                        stream.close()
+                return
+            except openai.APIError as exc:
+                if produced or not is_transient(exc):
+                    count(failures=1)
+                    raise LLMError(f"[{stage}] stream failed: {exc}") from exc
+                last = f"transient error: {exc}"
+                if attempt + 1 < attempts:
+                    self._sleep(self._config.backoff_s * (2 ** attempt))
+        count(failures=1)
+        raise LLMError(f"[{stage}] gave up after {attempts} attempt(s): {last}")
 
     def structured(self, stage: str, messages: Messages, response_model: type[M]) -> M:
         """Ask for a JSON reply that validates against ``response_model``.
