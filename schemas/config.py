@@ -125,6 +125,11 @@ class QueryConfig(_Frozen):
     llm: Optional[LLMConfig] = None
     embedding: EmbeddingConfig = EmbeddingConfig()
     guardrails: "GuardrailConfig" = Field(default_factory=lambda: GuardrailConfig())
+    # corrective answers: below this retrieval confidence the answer asks for clarification
+    # (vdgr_core/query/confidence.py; 0 = never)
+    min_confidence: float = Field(default=0.4, ge=0, le=1)
+    # evidence tokens handed to an LLM answer after extractive compression (0 = no compression)
+    context_budget_tokens: int = Field(default=600, ge=0)
 
 
 class GuardrailConfig(_Frozen):
