@@ -126,8 +126,8 @@ def render(report: dict) -> str:
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
              f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
-             f"- index: examples/corpus ({report['embedding']} embeddings), {report['questions']} questions of "
-             "examples/questions.jsonl, k=10; the scripted model answers with the 3 prompt sentences closest to "
+             f"- index: examples/corpus ({report['embedding']} embeddings), the {report['questions']} questions of "
+             "examples/questions.jsonl with a reference answer, k=10; the scripted model answers with the 3 prompt sentences closest to "
              "the question; tokens = words and punctuation marks", "",
              "| budget (tokens) | answered by the LLM | evidence tokens (mean) | saved | prompt tokens (mean) | "
              "answer support | ROUGE-L |", "|---|---|---|---|---|---|---|"]
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out")
     a = ap.parse_args(argv)
     index = build_examples_index(a.work / "serve", a.embedding)
-    questions = read_jsonl(REPO / "examples" / "questions.jsonl")
+    questions = [q for q in read_jsonl(REPO / "examples" / "questions.jsonl") if q["gold"].get("answer")]
     budgets = [int(b) for b in a.budgets.split(",")]
     results = measure(index, questions, budgets)
     report = {"dataset": "compress", "kind": "compress",
