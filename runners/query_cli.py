@@ -46,6 +46,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-model", default=None)
     p.add_argument("--llm-api-key", default="not-needed")
     p.add_argument("--llm-cache", default=None, help="sqlite file for the LLM cache")
+    p.add_argument("--llm-structured-output", choices=("json_schema", "json_object"), default="json_schema",
+                   help="how structured replies are requested (json_object: llama.cpp's server)")
     p.add_argument("--deny-list", help="file of blocked words or phrases, one per line (query screen)")
 
 
@@ -60,7 +62,7 @@ def _config(args, manifest) -> QueryConfig:
         if not (args.llm_base_url and args.llm_model):
             raise VdgrError("--llm-base-url and --llm-model go together")
         llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key=args.llm_api_key,
-                        cache_path=args.llm_cache)
+                        cache_path=args.llm_cache, structured_output=args.llm_structured_output)
     extra = {}
     if args.routes:
         routes = tuple(r.strip() for r in args.routes.split(",") if r.strip())

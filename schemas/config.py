@@ -27,6 +27,9 @@ class LLMConfig(_Frozen):
     cache_path: Optional[str] = None   # sqlite file; None = no persistent cache
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1)
+    # how structured output is requested: OpenAI's "json_schema" (strict), or "json_object" with
+    # a "schema" (llama.cpp's server, which constrains generation to the schema by a grammar)
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
 
 
 class EmbeddingConfig(_Frozen):

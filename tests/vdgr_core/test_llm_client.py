@@ -248,3 +248,20 @@ def test_chat_stream_retries_before_the_first_delta_and_fails_typed(openai_serve
         with pytest.raises(LLMError, match="stream failed"):
             list(llm.chat_stream("answer", [{"role": "user", "content": "q"}]))
         assert llm.usage()["answer"].failures == 1
+
+
+def test_structured_output_as_json_object_with_schema(openai_server):
+    """llama.cpp's server takes {"type": "json_object", "schema": ...} (a grammar), not json_schema."""
+    from pydantic import BaseModel
+    from vdgr_core.llm.client import LLMClient
+    from schemas.config import LLMConfig
+
+    class Reply(BaseModel):
+        label: str
+
+    openai_server.responder = lambda r: '{"label": "hr"}'
+    cfg = LLMConfig(base_url=openai_server.url, model="m", max_retries=0, structured_output="json_object")
+    with LLMClient(cfg) as llm:
+        assert llm.structured("route", [{"role": "user", "content": "q"}], Reply).label == "hr"
+    fmt = openai_server.chat_requests()[0]["response_format"]
+    assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["label"]["type"] == "string"

@@ -420,10 +420,13 @@ class LLMClient:
                 self._count(stage, cache_hits=1)
                 return obj
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", response_model.__name__)[:64]
-        params = {"response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": name, "schema": schema, "strict": True},
-        }}
+        if self._config.structured_output == "json_object":
+            params = {"response_format": {"type": "json_object", "schema": schema}}
+        else:
+            params = {"response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            }}
 
         def accept(content: str) -> M:
             try:
