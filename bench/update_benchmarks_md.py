@@ -30,7 +30,7 @@ wall time (`trace.timings_ms.total`). See bench/README.md for the data and the m
 """
 
 
-RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve",
+RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve", "confidence": "bench.bench_confidence",
              "compress": "bench.bench_compress", "llm": "bench.bench_llm"}
 
 
