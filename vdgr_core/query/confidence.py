@@ -7,12 +7,14 @@ this works the same with and without one (an LLM configured is then not called a
 
 The score is the mean of two coverages of the question's content words (light-stemmed): by the
 best single evidence item (title path and text) and by the top items together. It lies in
-[0, 1]; its calibration on labelled questions (the probability that the top evidence holds the
-gold section, for each score bin) is measured by ``python -m bench.bench_confidence`` and
-recorded in BENCHMARKS.md.
+[0, 1]. ``probability`` maps it through a Platt fit measured by ``python -m
+bench.bench_confidence`` (EManual S10 questions, label 1 when the gold section is in the top 5,
+against questions the index cannot answer; reliability table in BENCHMARKS.md): the estimated
+chance that the evidence holds the answer.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -21,6 +23,13 @@ from vdgr_core.query.textutil import missing_terms, overlap, terms
 
 TOP_EVIDENCE = 5
 CLOSEST = 3
+# Platt scaling P = 1 / (1 + exp(-(A * score + B))), fitted by bench.bench_confidence (0b3d99b)
+PLATT_A, PLATT_B = 10.8812, -6.611
+
+
+def calibrated(score: float) -> float:
+    """The estimated probability that the evidence holds the answer, for a confidence score."""
+    return round(1.0 / (1.0 + math.exp(-(PLATT_A * score + PLATT_B))), 4)
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,9 @@ class Confidence:
         Question words no top evidence item mentions.
     low : bool
         ``score`` is under the threshold the caller gave.
+
+    ``probability`` is the calibrated estimate (:func:`calibrated`) that the evidence holds the
+    answer.
     """
 
     score: float
@@ -47,9 +59,14 @@ class Confidence:
     missing: tuple[str, ...] = field(default=())
     low: bool = False
 
+    @property
+    def probability(self) -> float:
+        return calibrated(self.score)
+
     def trace_data(self) -> dict:
         """What the trace records (``confidence`` step)."""
-        return {"score": self.score, "best_item": self.best_item, "top_items": self.top_items,
+        return {"score": self.score, "probability": self.probability, "best_item": self.best_item,
+                "top_items": self.top_items,
                 "missing": list(self.missing), "low": self.low}
 
 

@@ -68,3 +68,12 @@ def test_stream_checker_redacts_credentials_and_unsupported_personal_data():
     assert "s3cr3t" not in out and "[redacted password]" in out
     assert "help@example.com" in out and "bob@evil.test" not in out
     assert set(c.report.redactions) == {"password", "email"}
+
+
+def test_calibrated_probability_is_monotone_and_in_the_trace():
+    from vdgr_core.query.confidence import calibrated
+
+    probs = [calibrated(s / 10) for s in range(11)]
+    assert probs == sorted(probs) and 0 < probs[0] < 0.01 and probs[-1] > 0.98
+    c = retrieval_confidence("factory reset warranty", [RESET], 0.4)
+    assert c.trace_data()["probability"] == calibrated(c.score)
