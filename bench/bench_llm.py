@@ -202,6 +202,7 @@ def main(argv=None) -> int:
     if not model.exists():
         assemble(model)
     domains = [d.strip() for d in a.domains.split(",") if d.strip()]
+    started_at = commit()          # the commit that runs, read before the (long) run
     questions = [q for q in read_jsonl(REPO / "examples" / "questions.jsonl") if q["gold"].get("domain") in domains]
     with LlamaServer(model, work) as llama:
         build = build_index(work, llama.url, domains)
@@ -214,23 +215,21 @@ def main(argv=None) -> int:
         with serve_index(str(work / "index"), cfg) as serve:      # uvicorn in this process
             rows, metrics = ask_all(serve.port, questions, STAFF)
         judged = judge_all(llama.url, rows)
+        llama_exit = llama.proc.poll()   # None: the model server served to the end
     stages = stage_usage(metrics)
     invalid = [d for r in rows for d in r["routing"] if d not in domains]
     report = {"dataset": "llm", "kind": "llm",
               "command": "make test-llm (python -m bench.bench_llm " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])) + ")",
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "machine": machine(), "commit": commit(), "domains": domains, "build": build,
+              "machine": machine(), "commit": started_at, "domains": domains, "build": build,
               "questions": rows, "stages": stages, "judge": judged,
               "mean_seconds": round(sum(r["seconds"] for r in rows) / max(len(rows), 1), 1),
               "mean_llm_calls": round(sum(r["llm_calls"] for r in rows) / max(len(rows), 1), 2),
               "checks": {"http_errors": 0, "invalid_labels": len(invalid),
                          "empty_answers": sum(1 for r in rows if not r["answer"])}}
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "llm.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    from bench.update_benchmarks_md import update
-    update(REPO / "BENCHMARKS.md", a.out, ["llm"])
-    print(render(report))
     problems = []
+    if llama_exit is not None:
+        problems.append(f"llama.cpp's server exited ({llama_exit}) during the run: see its log; figures not valid")
     if invalid:
         problems.append(f"router returned labels outside the domain names: {invalid}")
     if report["checks"]["empty_answers"]:
@@ -239,6 +238,12 @@ def main(argv=None) -> int:
         problems.append("no LLM calls recorded per stage")
     if build["llm_requests"] == 0:
         problems.append("the build made no LLM request")
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "llm.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(render(report))
+    if not problems:               # a failed run keeps its JSON for diagnosis, never its figures
+        from bench.update_benchmarks_md import update
+        update(REPO / "BENCHMARKS.md", a.out, ["llm"])
     for p in problems:
         print("FAILED:", p, file=sys.stderr)
     return 1 if problems else 0

@@ -256,12 +256,21 @@ def test_structured_output_as_json_object_with_schema(openai_server):
     from vdgr_core.llm.client import LLMClient
     from schemas.config import LLMConfig
 
+    from pydantic import Field
+    from schemas.errors import LLMError
+
     class Reply(BaseModel):
         label: str
+        reason: str = Field(default="", max_length=20)
 
-    openai_server.responder = lambda r: '{"label": "hr"}'
+    openai_server.responder = lambda r: '{"label": "hr", "reason": "short"}'
     cfg = LLMConfig(base_url=openai_server.url, model="m", max_retries=0, structured_output="json_object")
     with LLMClient(cfg) as llm:
         assert llm.structured("route", [{"role": "user", "content": "q"}], Reply).label == "hr"
-    fmt = openai_server.chat_requests()[0]["response_format"]
-    assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["label"]["type"] == "string"
+        fmt = openai_server.chat_requests()[0]["response_format"]
+        assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["label"]["type"] == "string"
+        # no length bound in the grammar (llama.cpp rejects maxLength 2000), but the reply is still validated
+        assert "maxLength" not in json.dumps(fmt["schema"])
+        openai_server.responder = lambda r: '{"label": "hr", "reason": "' + "x" * 21 + '"}'
+        with pytest.raises(LLMError):
+            llm.structured("route", [{"role": "user", "content": "other"}], Reply)

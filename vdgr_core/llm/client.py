@@ -94,6 +94,25 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return fix(model.model_json_schema())
 
 
+def grammar_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """:func:`strict_json_schema` without string length bounds, for ``json_object`` requests.
+
+    llama.cpp's server turns the schema into a grammar and expands ``maxLength: n`` into ``n``
+    nested optional characters; it rejects the grammar above about 2,000 repetitions ("exceeds
+    sane defaults"), and its server process can stop on that rejection. The reply is still
+    validated against ``model`` (lengths included) and ``max_tokens`` bounds its length.
+    """
+
+    def drop(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: drop(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [drop(v) for v in node]
+        return node
+
+    return drop(strict_json_schema(model))
+
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -421,7 +440,7 @@ class LLMClient:
                 return obj
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", response_model.__name__)[:64]
         if self._config.structured_output == "json_object":
-            params = {"response_format": {"type": "json_object", "schema": schema}}
+            params = {"response_format": {"type": "json_object", "schema": grammar_json_schema(response_model)}}
         else:
             params = {"response_format": {
                 "type": "json_schema",
