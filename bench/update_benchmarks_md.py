@@ -7,8 +7,9 @@ date and machine (``uname -a``, CPU count) recorded by ``bench.run_eval``.
 
 ``python -m bench.update_benchmarks_md [--out bench/out] [--file BENCHMARKS.md] [names...]``
 
-The latency report of ``python -m bench.bench_query`` (``bench/out/latency.json``) is merged
-the same way, as the block ``latency``.
+The reports of ``python -m bench.bench_query`` (``latency.json``), ``bench.bench_serve``
+(``serve.json``), ``bench.bench_compress`` (``compress.json``) and ``bench.bench_llm``
+(``llm.json``) are merged the same way, each rendered by its own module's ``render``.
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ Produced by `python -m bench.run_eval <dataset>` and merged by
 distinct sections (passages, documents) among the evidence; latency is the query's own
 wall time (`trace.timings_ms.total`). See bench/README.md for the data and the metrics.
 """
+
+
+RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve", "confidence": "bench.bench_confidence",
+             "compress": "bench.bench_compress", "llm": "bench.bench_llm"}
 
 
 def merge_block(text: str, name: str, body: str) -> str:
@@ -57,9 +62,9 @@ def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list
         report = json.loads(p.read_text(encoding="utf-8"))
         if "dataset" not in report:  # bench_build / bench_update: the hand-written Indexing section
             continue
-        if report.get("kind") == "latency":          # bench.bench_query's report
-            from bench.bench_query import render as render_latency
-            body = render_latency(report)
+        if report.get("kind") in RENDERERS:          # a performance report: its module renders it
+            import importlib
+            body = importlib.import_module(RENDERERS[report["kind"]]).render(report)
         else:
             body = render(report)
         text = merge_block(text, report["dataset"], body)

@@ -30,6 +30,8 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-model")
     p.add_argument("--llm-cache", help="sqlite file caching LLM answers")
     add_lock_timeout_argument(p)
+    p.add_argument("--llm-structured-output", choices=("json_schema", "json_object"), default="json_schema",
+                   help="how structured replies are requested (json_object: llama.cpp's server)")
     p.add_argument("-q", "--quiet", action="store_true")
 
 
@@ -46,7 +48,7 @@ def build_config(args) -> BuildConfig:
     llm = None
     if args.llm_base_url:
         llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model or "default",
-                        cache_path=args.llm_cache)
+                        cache_path=args.llm_cache, structured_output=args.llm_structured_output)
     return BuildConfig(
         corpus=args.corpus, index=args.index,
         chunking=ChunkingConfig(max_tokens=args.chunk_tokens, overlap_tokens=overlap),

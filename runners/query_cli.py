@@ -21,9 +21,18 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--domain", help="search only this domain")
     p.add_argument("--version", help="search only this product version")
     p.add_argument("--groups", default="", help="comma-separated access groups of the user")
-    p.add_argument("--k", type=int, default=None, help="evidence items to return (default 10)")
     p.add_argument("--json", action="store_true", help="print the result object as JSON")
     p.add_argument("--explain", action="store_true", help="print the trace (timings, decisions)")
+    add_model_options(p)
+    p.add_argument("--questions", help="JSONL input, one {id, question, ...} per line")
+    p.add_argument("--out", help="JSONL output for --questions (default: stdout)")
+    p.set_defaults(func=run)
+    return p
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """The query configuration options shared by ``vdgr query`` and ``vdgr serve``."""
+    p.add_argument("--k", type=int, default=None, help="evidence items to return (default 10)")
     p.add_argument("--routes", default=None, help="comma-separated routes: " + ",".join(ROUTES))
     p.add_argument("--composition", choices=("parallel", "sequential"), default=None)
     p.add_argument("--no-backtrack", action="store_true")
@@ -37,11 +46,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--llm-model", default=None)
     p.add_argument("--llm-api-key", default="not-needed")
     p.add_argument("--llm-cache", default=None, help="sqlite file for the LLM cache")
+    p.add_argument("--llm-structured-output", choices=("json_schema", "json_object"), default="json_schema",
+                   help="how structured replies are requested (json_object: llama.cpp's server)")
     p.add_argument("--deny-list", help="file of blocked words or phrases, one per line (query screen)")
-    p.add_argument("--questions", help="JSONL input, one {id, question, ...} per line")
-    p.add_argument("--out", help="JSONL output for --questions (default: stdout)")
-    p.set_defaults(func=run)
-    return p
 
 
 def _config(args, manifest) -> QueryConfig:
@@ -55,7 +62,7 @@ def _config(args, manifest) -> QueryConfig:
         if not (args.llm_base_url and args.llm_model):
             raise VdgrError("--llm-base-url and --llm-model go together")
         llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key=args.llm_api_key,
-                        cache_path=args.llm_cache)
+                        cache_path=args.llm_cache, structured_output=args.llm_structured_output)
     extra = {}
     if args.routes:
         routes = tuple(r.strip() for r in args.routes.split(",") if r.strip())

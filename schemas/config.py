@@ -27,6 +27,9 @@ class LLMConfig(_Frozen):
     cache_path: Optional[str] = None   # sqlite file; None = no persistent cache
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1)
+    # how structured output is requested: OpenAI's "json_schema" (strict), or "json_object" with
+    # a "schema" (llama.cpp's server, which constrains generation to the schema by a grammar)
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
 
 
 class EmbeddingConfig(_Frozen):
@@ -134,6 +137,11 @@ class QueryConfig(_Frozen):
     llm: Optional[LLMConfig] = None
     embedding: EmbeddingConfig = EmbeddingConfig()
     guardrails: "GuardrailConfig" = Field(default_factory=lambda: GuardrailConfig())
+    # corrective answers: below this retrieval confidence the answer asks for clarification
+    # (vdgr_core/query/confidence.py; 0 = never)
+    min_confidence: float = Field(default=0.4, ge=0, le=1)
+    # evidence tokens handed to an LLM answer after extractive compression (0 = no compression)
+    context_budget_tokens: int = Field(default=600, ge=0)
 
 
 class GuardrailConfig(_Frozen):

@@ -7,7 +7,12 @@ returning
 
 - a ``str``: the assistant content of a chat completion (wrapped in a full response body);
 - a ``dict``: the raw JSON body, sent with status 200;
-- a ``(status, body)`` tuple: an error (or any) status with a dict or str body.
+- a ``(status, body)`` tuple: an error (or any) status with a dict or str body;
+- a ``list``: the pieces of a streamed answer. A request with ``"stream": true`` is answered
+  with Server-Sent Events, one ``chat.completion.chunk`` per piece (a ``str`` reply is split
+  into words), a usage chunk when ``stream_options.include_usage`` is set, then ``[DONE]``. A
+  callable piece is called (in the server thread) instead of being sent: a test can hold the
+  stream at that point, e.g. with ``threading.Event().wait``.
 
 Every request JSON is recorded in ``.requests``; ``.max_in_flight`` is the most requests that
 were being answered at the same time.
@@ -21,7 +26,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional, Union
 
-Reply = Union[str, dict, tuple]
+Reply = Union[str, dict, tuple, list]
 Responder = Callable[[dict], Reply]
 
 
@@ -44,6 +49,25 @@ def chat_body(content: str, model: str = "test-model", prompt_tokens: int = 10,
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def chunk_body(content: Optional[str], model: str = "test-model", finish_reason: Optional[str] = None,
+               usage: Optional[dict] = None) -> dict:
+    """One ``chat.completion.chunk`` of a streamed answer (``usage`` only: the final usage chunk)."""
+    choices = [] if usage is not None else [{
+        "index": 0, "delta": ({"content": content} if content is not None else {}),
+        "finish_reason": finish_reason}]
+    body = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": choices}
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def stream_pieces(text: str) -> list[str]:
+    """A text split into word pieces (each but the first with its leading space)."""
+    words = text.split(" ")
+    return [words[0]] + [" " + w for w in words[1:]] if words else []
 
 
 def fake_vector(text: str, dim: int) -> list[float]:
@@ -142,6 +166,7 @@ class ScriptedOpenAIServer:
 
     # ------------------------------------------------------------ handling
     def _handle(self, path: str, request: dict) -> tuple[int, Any]:
+        """(status, body); body is a list of pieces for a streamed answer."""
         request["_path"] = path
         with self.cond:
             self.requests.append(request)
@@ -161,6 +186,10 @@ class ScriptedOpenAIServer:
             if isinstance(body, str):
                 body = {"error": {"message": body, "type": "test_error", "code": status}}
             return int(status), body
+        if request.get("stream") and isinstance(reply, (str, list)):
+            return 200, stream_pieces(reply) if isinstance(reply, str) else list(reply)
+        if isinstance(reply, list):
+            reply = "".join(p for p in reply if isinstance(p, str))
         if isinstance(reply, str):
             return 200, chat_body(reply, model=str(request.get("model", "test-model")))
         return 200, reply
@@ -196,6 +225,35 @@ class ScriptedOpenAIServer:
                     self._send(400, {"error": {"message": "body is not JSON", "type": "bad_request"}})
                     return
                 status, body = server._handle(path, request)
-                self._send(status, body)
+                if isinstance(body, list):
+                    self._stream(body, request)
+                else:
+                    self._send(status, body)
+
+            def _stream(self, pieces: list, request: dict) -> None:
+                model = str(request.get("model", "test-model"))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+
+                def event(body: Any) -> None:
+                    self.wfile.write(b"data: " + json.dumps(body).encode("utf-8") + b"\n\n")
+                    self.wfile.flush()
+
+                n = 0
+                for piece in pieces:
+                    if callable(piece):
+                        piece()
+                        continue
+                    event(chunk_body(piece, model))
+                    n += 1
+                event(chunk_body(None, model, finish_reason="stop"))
+                if (request.get("stream_options") or {}).get("include_usage"):
+                    event(chunk_body(None, model, usage={"prompt_tokens": 10, "completion_tokens": n,
+                                                         "total_tokens": 10 + n}))
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
 
         return Handler

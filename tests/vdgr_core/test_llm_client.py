@@ -217,3 +217,61 @@ def test_map_structured_shares_cache_across_threads(openai_server, tmp_path):
         second = client.map_structured("b", batch, Answer)
         assert first == second
         assert client.usage()["b"].calls == 16 and client.usage()["b"].cache_hits == 16
+
+
+def test_chat_stream_yields_deltas_and_counts_usage(openai_server):
+    from vdgr_core.llm.client import LLMClient, StageUsage
+    from schemas.config import LLMConfig
+
+    openai_server.responder = lambda r: ["Hold ", "RESET ", "[1]."]
+    own = StageUsage()
+    with LLMClient(LLMConfig(base_url=openai_server.url, model="m", max_retries=0)) as llm:
+        assert list(llm.chat_stream("answer", [{"role": "user", "content": "q"}], usage_out=own)) == \
+            ["Hold ", "RESET ", "[1]."]
+        u = llm.usage()["answer"]
+    assert (u.calls, u.prompt_tokens, u.completion_tokens) == (1, 10, 3)
+    assert (own.calls, own.completion_tokens) == (1, 3)
+    req = openai_server.chat_requests()[0]
+    assert req["stream"] is True and req["stream_options"] == {"include_usage": True}
+
+
+def test_chat_stream_retries_before_the_first_delta_and_fails_typed(openai_server):
+    import pytest
+    from vdgr_core.llm.client import LLMClient
+    from schemas.config import LLMConfig
+    from schemas.errors import LLMError
+
+    openai_server.script((503, "busy"), ["fine"])
+    with LLMClient(LLMConfig(base_url=openai_server.url, model="m", max_retries=1, backoff_s=0)) as llm:
+        assert "".join(llm.chat_stream("answer", [{"role": "user", "content": "q"}])) == "fine"
+        assert llm.usage()["answer"].retries == 1
+        openai_server.responder = lambda r: (400, "bad")
+        with pytest.raises(LLMError, match="stream failed"):
+            list(llm.chat_stream("answer", [{"role": "user", "content": "q"}]))
+        assert llm.usage()["answer"].failures == 1
+
+
+def test_structured_output_as_json_object_with_schema(openai_server):
+    """llama.cpp's server takes {"type": "json_object", "schema": ...} (a grammar), not json_schema."""
+    from pydantic import BaseModel
+    from vdgr_core.llm.client import LLMClient
+    from schemas.config import LLMConfig
+
+    from pydantic import Field
+    from schemas.errors import LLMError
+
+    class Reply(BaseModel):
+        label: str
+        reason: str = Field(default="", max_length=20)
+
+    openai_server.responder = lambda r: '{"label": "hr", "reason": "short"}'
+    cfg = LLMConfig(base_url=openai_server.url, model="m", max_retries=0, structured_output="json_object")
+    with LLMClient(cfg) as llm:
+        assert llm.structured("route", [{"role": "user", "content": "q"}], Reply).label == "hr"
+        fmt = openai_server.chat_requests()[0]["response_format"]
+        assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["label"]["type"] == "string"
+        # no length bound in the grammar (llama.cpp rejects maxLength 2000), but the reply is still validated
+        assert "maxLength" not in json.dumps(fmt["schema"])
+        openai_server.responder = lambda r: '{"label": "hr", "reason": "' + "x" * 21 + '"}'
+        with pytest.raises(LLMError):
+            llm.structured("route", [{"role": "user", "content": "other"}], Reply)

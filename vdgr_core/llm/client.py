@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -92,6 +92,25 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
         return node
 
     return fix(model.model_json_schema())
+
+
+def grammar_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """:func:`strict_json_schema` without string length bounds, for ``json_object`` requests.
+
+    llama.cpp's server turns the schema into a grammar and expands ``maxLength: n`` into ``n``
+    nested optional characters; it rejects the grammar above about 2,000 repetitions ("exceeds
+    sane defaults"), and its server process can stop on that rejection. The reply is still
+    validated against ``model`` (lengths included) and ``max_tokens`` bounds its length.
+    """
+
+    def drop(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: drop(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [drop(v) for v in node]
+        return node
+
+    return drop(strict_json_schema(model))
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -320,6 +339,82 @@ class LLMClient:
         self._cache_put(key, text)
         return text
 
+    def chat_stream(self, stage: str, messages: Messages, *, usage_out: Optional[StageUsage] = None,
+                    **kw: Any) -> Iterator[str]:
+        """Streamed chat completion: yield the assistant's text deltas as they arrive.
+
+        Not cached (a stream is consumed as it is produced). A transient failure before the
+        first delta is retried like :meth:`chat`; once text has been yielded a failure ends the
+        stream with :class:`LLMError` (what was yielded cannot be taken back). The request asks
+        for a final usage chunk (``stream_options.include_usage``); endpoints that report one
+        have their tokens counted.
+
+        Parameters
+        ----------
+        stage : str
+            Usage bucket for this call.
+        messages : list of dict
+            OpenAI chat messages.
+        usage_out : StageUsage, optional
+            Also receives this stream's calls and tokens (the client's own per-stage record is
+            shared by every caller).
+        **kw
+            Extra request parameters (``temperature``, ``max_tokens``, ...).
+
+        Raises
+        ------
+        LLMError
+            On a non-retryable HTTP error, when all retries are spent, or when the stream breaks.
+        """
+        args: dict[str, Any] = {
+            "model": self._config.model,
+            "temperature": self._config.temperature,
+            "max_tokens": self._config.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        args.update(kw)
+
+        def count(**deltas: int) -> None:
+            self._count(stage, **deltas)
+            if usage_out is not None:
+                for name, delta in deltas.items():
+                    setattr(usage_out, name, getattr(usage_out, name) + delta)
+
+        attempts = self._config.max_retries + 1
+        last = "no attempt made"
+        for attempt in range(attempts):
+            if attempt:
+                count(retries=1)
+            produced = False
+            try:
+                with self._slots:
+                    count(calls=1)
+                    stream = self._api.chat.completions.create(messages=messages, **args)
+                    try:
+                        for chunk in stream:
+                            usage = getattr(chunk, "usage", None)
+                            if usage is not None:
+                                count(prompt_tokens=int(usage.prompt_tokens or 0),
+                                      completion_tokens=int(usage.completion_tokens or 0))
+                            for choice in chunk.choices or ():
+                                delta = getattr(choice.delta, "content", None) if choice.delta else None
+                                if delta:
+                                    produced = True
+                                    yield delta
+                    finally:
+                        stream.close()
+                return
+            except openai.APIError as exc:
+                if produced or not is_transient(exc):
+                    count(failures=1)
+                    raise LLMError(f"[{stage}] stream failed: {exc}") from exc
+                last = f"transient error: {exc}"
+                if attempt + 1 < attempts:
+                    self._sleep(self._config.backoff_s * (2 ** attempt))
+        count(failures=1)
+        raise LLMError(f"[{stage}] gave up after {attempts} attempt(s): {last}")
+
     def structured(self, stage: str, messages: Messages, response_model: type[M]) -> M:
         """Ask for a JSON reply that validates against ``response_model``.
 
@@ -344,10 +439,13 @@ class LLMClient:
                 self._count(stage, cache_hits=1)
                 return obj
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", response_model.__name__)[:64]
-        params = {"response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": name, "schema": schema, "strict": True},
-        }}
+        if self._config.structured_output == "json_object":
+            params = {"response_format": {"type": "json_object", "schema": grammar_json_schema(response_model)}}
+        else:
+            params = {"response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            }}
 
         def accept(content: str) -> M:
             try:

@@ -36,6 +36,25 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     return " ".join(f"{sent.rstrip()} [{n}]" for _, n, _, sent in best)
 
 
+def answer_messages(question: str, evidence: Sequence[Evidence]) -> list[dict]:
+    """The chat messages of an LLM answer; evidence is numbered ``[n]`` and wrapped as data.
+
+    An item with an empty text (dropped by context compression) is left out; the numbers of
+    the others stay those of the evidence list.
+    """
+    from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
+
+    # the path and source are corpus text as well: inside the delimiters with the passage
+    blocks = "\n\n".join(
+        f"[{n}]\n" + wrap_untrusted(f"{' > '.join(ev.path)} ({ev.source})\n{ev.text}", "EVIDENCE")
+        for n, ev in enumerate(evidence, 1) if ev.text)
+    system = ("Answer the question using only the numbered evidence. Cite every claim with the "
+              "evidence number in square brackets, like [1]. If the evidence does not contain the "
+              "answer, say so. " + UNTRUSTED_NOTICE)
+    user = f"Question:\n{wrap_untrusted(question, 'QUESTION')}\n\nEvidence:\n{blocks}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def llm_answer(llm, question: str, evidence: Sequence[Evidence]) -> str:
     """Ask the LLM for an answer citing the evidence as ``[n]``; evidence is wrapped as data.
 
@@ -44,19 +63,9 @@ def llm_answer(llm, question: str, evidence: Sequence[Evidence]) -> str:
     LLMError
         When the endpoint fails (the caller falls back to the extractive answer).
     """
-    from vdgr_core.llm.untrusted import UNTRUSTED_NOTICE, wrap_untrusted
-
     if not evidence:
         return NO_ANSWER
-    # the path and source are corpus text as well: inside the delimiters with the chunk
-    blocks = "\n\n".join(
-        f"[{n}]\n" + wrap_untrusted(f"{' > '.join(ev.path)} ({ev.source})\n{ev.text}", "EVIDENCE")
-        for n, ev in enumerate(evidence, 1))
-    system = ("Answer the question using only the numbered evidence. Cite every claim with the "
-              "evidence number in square brackets, like [1]. If the evidence does not contain the "
-              "answer, say so. " + UNTRUSTED_NOTICE)
-    user = f"Question:\n{wrap_untrusted(question, 'QUESTION')}\n\nEvidence:\n{blocks}"
-    text = llm.chat("answer", [{"role": "system", "content": system}, {"role": "user", "content": user}])
+    text = llm.chat("answer", answer_messages(question, evidence))
     if not text.strip():
         raise LLMError("[answer] empty reply")
     return text.strip()

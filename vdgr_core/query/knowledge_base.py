@@ -13,6 +13,8 @@ from vdgr_core.ids import stable_id
 from vdgr_core.query.guardrails import screen_answer, screen_query
 from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
+from vdgr_core.query.compress import compress_evidence
+from vdgr_core.query.confidence import clarification, retrieval_confidence
 from vdgr_core.query.data import IndexData, QueryScope, load_index_data
 from vdgr_core.query.fusion import SectionHit, add_candidates, cap_per_document
 from vdgr_core.query.graph_route import GraphRoute
@@ -124,7 +126,8 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ API
     def query(self, question: str, *, domain: Optional[str] = None, version: Optional[str] = None,
-              groups: Sequence[str] = (), k: Optional[int] = None, qid: Optional[str] = None) -> QueryResult:
+              groups: Sequence[str] = (), k: Optional[int] = None, qid: Optional[str] = None,
+              with_answer: bool = True) -> QueryResult:
         """Answer ``question``.
 
         Parameters
@@ -137,9 +140,12 @@ class KnowledgeBase:
             Evidence items to return (default ``config.k``).
         qid : str, optional
             Result id (default: a digest of the question and filters).
+        with_answer : bool
+            False: retrieval only, ``answer`` left empty (a caller that streams the answer).
         """
         with _one_blas_thread():
-            return self._query(question, domain=domain, version=version, groups=tuple(groups), k=k, qid=qid)
+            return self._query(question, domain=domain, version=version, groups=tuple(groups), k=k, qid=qid,
+                               with_answer=with_answer)
 
     def query_batch(self, items: Iterable[Union[QueryItem, dict]], k: Optional[int] = None) -> list[QueryResult]:
         """Answer many questions (in order); question vectors are embedded in one batch."""
@@ -153,7 +159,8 @@ class KnowledgeBase:
                                 k=k, qid=i.id, qvec=vecs[n], pre=pre) for n, i in enumerate(items)]
 
     # ------------------------------------------------------------------ internals
-    def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None, pre=None) -> QueryResult:
+    def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None, pre=None,
+               with_answer=True) -> QueryResult:
         cfg = self.config
         k = k or cfg.k
         trace = TraceRecorder(self.llm)
@@ -204,6 +211,9 @@ class KnowledgeBase:
             trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
                        "(possible prompt injection; passed to any LLM as delimited data only)",
                        injection_flags=flagged)
+        if not with_answer:
+            return QueryResult(id=qid, question=question, answer="", routing=decision.domains,
+                               evidence=evidence, trace=trace.finish())
         with trace.stage("answer"):
             answer = self._answer(question, evidence, trace)
             if cfg.guardrails.screen_answers:
@@ -286,9 +296,15 @@ class KnowledgeBase:
         return checked.answer
 
     def _answer(self, question, evidence, trace) -> str:
+        conf = retrieval_confidence(question, evidence, self.config.min_confidence)
+        trace.step("confidence", "low: asking for clarification" if conf.low else "ok", **conf.trace_data())
+        if conf.low and evidence:
+            return clarification(question, conf, evidence)
         if self.llm is not None and evidence:
+            ctx = compress_evidence(question, evidence, self.config.context_budget_tokens)
+            trace.step("compress", "evidence compressed for the LLM", **ctx.trace_data())
             try:
-                return llm_answer(self.llm, question, evidence)
+                return llm_answer(self.llm, question, ctx.evidence)
             except LLMError as exc:
                 trace.step("answer", "LLM answer failed: extractive answer used", error=str(exc)[:200])
         return extractive_answer(question, evidence)

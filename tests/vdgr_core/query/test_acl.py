@@ -10,7 +10,11 @@ SECRET_SECTIONS = ("Engineering bands", "Band review")
 def _leaks(result, question) -> list[str]:
     out = [e.chunk_id for e in result.evidence
            if SECRET_TITLE in e.path or "Salary_Bands" in e.source or SECRET_WORD in e.text]
-    if SECRET_WORD.lower() in result.answer.lower().replace(SECRET_WORD.lower() + " band", ""):
+    answer = result.answer.lower()
+    if "do not mention:" in answer:     # a clarification lists the asker's own missing words
+        head, tail = answer.split("do not mention:", 1)
+        answer = head + tail.split(".", 1)[-1]
+    if SECRET_WORD.lower() in answer.replace(SECRET_WORD.lower() + " band", ""):
         out.append("answer")
     dump = result.trace.model_dump_json().replace(question, "")
     out += [s for s in SECRET_SECTIONS if s in dump]

@@ -1,0 +1,68 @@
+"""``vdgr serve``: the HTTP service over one index (FastAPI on uvicorn; docs/SERVICE.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from schemas.errors import VdgrError
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``serve`` subcommand to an argparse ``subparsers`` object."""
+    from runners.query_cli import add_model_options
+
+    p = subparsers.add_parser("serve", help="serve an index over HTTP (query API, OpenAI chat, search page)",
+                              description="Serve a VDGR index over HTTP: POST /v1/query, POST "
+                                          "/v1/chat/completions (OpenAI-compatible), GET /, /healthz, /metrics.")
+    p.add_argument("--index", required=True, help="index folder or URI")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--api-keys", required=True, help="KEYS.yaml: keys: [{key, name, groups, rate_limit?}]")
+    p.add_argument("--rate-limit", default="120/minute", help="default per-key limit (e.g. 120/minute)")
+    p.add_argument("--jwt-algorithm", choices=("HS256", "RS256"), default=None,
+                   help="also accept JWT bearer tokens signed with this algorithm")
+    p.add_argument("--jwt-key-file", default=None, help="HS256 secret or RS256 PEM public key (file)")
+    p.add_argument("--jwt-audience", default=None)
+    p.add_argument("--jwt-issuer", default=None)
+    p.add_argument("--reload-interval", type=float, default=2.0,
+                   help="seconds between checks for a new index build (0: never)")
+    p.add_argument("--workers-log-level", dest="log_level", default="info",
+                   choices=("critical", "error", "warning", "info", "debug"))
+    add_model_options(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def build_app(args):
+    """The application ``args`` describe (also used by tests and the benchmark)."""
+    from runners.query_cli import _config
+    from runners.serve.app import create_app
+    from runners.serve.auth import Authenticator, JWTSettings, RateLimiter, load_keys
+    from runners.serve.snapshot import SnapshotHolder, open_snapshot
+    from vdgr_core.store.manifest import read_manifest
+
+    keys = load_keys(args.api_keys)
+    jwt = None
+    if args.jwt_algorithm:
+        if not args.jwt_key_file:
+            raise VdgrError("--jwt-algorithm needs --jwt-key-file")
+        with open(args.jwt_key_file, encoding="utf-8") as f:
+            jwt = JWTSettings(algorithm=args.jwt_algorithm, key=f.read().strip(), audience=args.jwt_audience,
+                              issuer=args.jwt_issuer)
+    config = _config(args, read_manifest(args.index))
+    holder = SnapshotHolder(args.index, lambda index, emb: open_snapshot(index, config, emb),
+                            poll_s=args.reload_interval)
+    return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit))
+
+
+def run(args) -> int:
+    """Run the ``serve`` subcommand until interrupted; 2 on a configuration error."""
+    import uvicorn
+
+    try:
+        app = build_app(args)
+    except (VdgrError, ValueError, OSError) as exc:
+        print(f"vdgr serve: error: {exc}", file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
+    return 0

@@ -1,0 +1,67 @@
+"""The search page in a real headless Chromium (Debian's package, driven by Playwright)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.support.live_server import HR, STAFF
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory):
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),      # a fresh --user-data-dir
+            executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+def _ask(page, live, key, question, domain=None):
+    page.goto(live.url + "/")
+    page.fill("#key", key)
+    page.click("#connect")
+    page.wait_for_selector("#domain option[value='HR_Policies']", state="attached")
+    if domain:
+        page.select_option("#domain", domain)
+    page.fill("#question", question)
+    page.click("#submit")
+    page.wait_for_selector("#evidence li")
+
+
+def test_search_page_renders_answer_citations_and_evidence(browser_context, live):
+    page = browser_context.new_page()
+    _ask(page, live, STAFF, "How many days of annual leave do employees get?", domain="HR_Policies")
+    # version picker follows the domain; the answer's citations link to the evidence items
+    assert page.eval_on_selector_all("#version option", "os => os.map(o => o.value)") == ["", "2024"]
+    assert "25 days" in page.inner_text("#answer")
+    cite = page.locator("#answer a.cite").first
+    assert cite.get_attribute("href") == "#ev-1"
+    first = page.locator("#evidence li#ev-1")
+    assert first.locator(".crumb").inner_text() == "HR_Policies › Policies › Leave Policy › Annual leave"
+    assert first.locator(".route").all_inner_texts()            # routes shown
+    assert first.locator(".score").inner_text().startswith("score 0.")
+    cite.click()
+    assert page.evaluate("location.hash") == "#ev-1"
+    page.close()
+
+
+def test_search_page_shows_what_the_key_may_read_and_escapes_text(browser_context, live):
+    page = browser_context.new_page()
+    _ask(page, live, STAFF, "Quorvex band E5 salary")
+    texts = " ".join(page.locator("#evidence li").all_inner_texts())
+    assert "Salary Bands" not in texts
+    _ask(page, live, HR, "Quorvex band E5 salary")
+    crumbs = page.locator("#evidence .crumb").all_inner_texts()
+    assert any("Salary Bands" in c for c in crumbs)
+    # evidence text is inserted as text: no element was created from document content
+    assert page.locator("#evidence .text *").count() == 0
+    page.close()

@@ -1,0 +1,42 @@
+"""A new index build is served without a restart; each request sees exactly one manifest."""
+from __future__ import annotations
+
+import re
+
+from tests.runners.serve.conftest import config
+from tests.support.live_server import STAFF, serve_index
+from tests.support.tiny_index import DOCS, Doc, build_tiny_index
+
+NEW_DOC = Doc("HR_Policies", "Policies", "2024", "Remote Work", (
+    ("Home office", ("Employees may work from home two days per week with a Zorbatek laptop.",)),
+))
+
+
+def test_new_build_is_picked_up_and_requests_keep_their_snapshot(tmp_path):
+    index = build_tiny_index(str(tmp_path / "index"))
+    with serve_index(index, config()) as live:
+        q = {"question": "How many days per week may I work from home with a Zorbatek laptop?"}
+        status, headers, before = live.request("POST", "/v1/query", q, key=STAFF)
+        old_build = headers["x-vdgr-build-id"]
+        assert status == 200 and not any("Zorbatek" in e["text"] for e in before["evidence"])
+        old = live.holder.current()                 # a request in flight holds this snapshot
+
+        build_tiny_index(index, DOCS + (NEW_DOC,))  # a new build committed in place
+        assert live.holder.check() is True          # what the reload thread does every few seconds
+        assert live.holder.check() is False
+
+        status, headers, after = live.request("POST", "/v1/query", q, key=STAFF)
+        assert status == 200 and headers["x-vdgr-build-id"] != old_build
+        assert after["evidence"][0]["path"][-1] == "Home office"
+        # the old snapshot still answers from its own manifest only
+        r = old.kb.query(q["question"], groups=("staff",))
+        assert old.build_id == old_build
+        assert not any("Zorbatek" in e.text for e in r.evidence)
+        old_ids = set(old.kb.data.contents.ids.astype(str))
+        assert all(e.chunk_id in old_ids for e in r.evidence)
+
+        _, _, health = live.request("GET", "/healthz")
+        assert health["build_id"] == headers["x-vdgr-build-id"] and health["reloads"] == 1
+        _, _, metrics = live.request("GET", "/metrics")
+        assert re.search(r"vdgr_index_reloads_total 1\.0", metrics)
+        assert f'vdgr_index_build_info{{build_id="{old_build}"}}' not in metrics
