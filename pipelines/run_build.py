@@ -166,9 +166,5 @@ def _skipped_letter(rel_path: str) -> DeadLetter:
 
 
 def config_summary(config: BuildConfig) -> dict:
-    """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
-    d = config.model_dump(mode="json", exclude={"corpus", "index", "update_in_driver_max_documents"})
-    if d.get("llm"):
-        d["llm"].pop("api_key", None)
-    d.get("embedding", {}).pop("api_key", None)
-    return d
+    """The build settings recorded in the manifest (``BuildConfig.settings``)."""
+    return config.settings()

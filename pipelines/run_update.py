@@ -17,10 +17,10 @@ from typing import Callable, Optional, Sequence
 
 from pipelines.commit import KeepFromIndex
 from pipelines.delta_update import apply_document_delta
-from pipelines.run_build import BuildReport, config_summary, execute_build, run_build
+from pipelines.run_build import BuildReport, execute_build, run_build
 from pipelines.update_plan import UpdatePlan, current_fingerprints, domain_of, plan_update
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.store.reader import IndexReader
@@ -42,10 +42,18 @@ class UpdateReport:
 
 
 def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
-               progress: Optional[Callable[[str], None]] = None) -> UpdateReport:
+               progress: Optional[Callable[[str], None]] = None, *,
+               settings_change: bool = False) -> UpdateReport:
     """Bring the index at ``config.index`` up to date with ``config.corpus``.
 
     Falls back to a full build when there is no committed index yet.
+
+    Parameters
+    ----------
+    settings_change:
+        Allow build settings other than the recorded ones (every domain is rebuilt with them).
+        Without it, different settings raise :class:`SettingsChangeError`; use
+        ``BuildConfig.from_settings(manifest.config, ...)`` to update with the recorded ones.
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
@@ -56,10 +64,11 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
         report = run_build(config, beam_args, progress)
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
+    config_changed = check_settings(reader.manifest.config, config, settings_change)
     scan = scan_corpus(config.corpus)
     current = current_fingerprints(scan, config)
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
-                       current, config_changed=reader.manifest.config != config_summary(config))
+                       current, config_changed=config_changed)
     say(plan.summary())
     if plan.empty:
         return UpdateReport(plan, None, time.perf_counter() - t0)

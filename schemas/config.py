@@ -9,6 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.errors import SettingsChangeError
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,6 +82,58 @@ class BuildConfig(_Frozen):
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
     # index is the same either way; this setting is not part of the build settings (manifest).
     update_in_driver_max_documents: int = Field(default=200, ge=0)
+
+    def settings(self) -> dict:
+        """The build settings recorded in the manifest (no paths, no secrets).
+
+        Two builds with equal settings of one corpus give the same index; an update compares
+        its settings with the recorded ones (:func:`settings_diff`).
+        """
+        d = self.model_dump(mode="json", exclude=_NOT_SETTINGS)
+        if d.get("llm"):
+            d["llm"].pop("api_key", None)
+        d.get("embedding", {}).pop("api_key", None)
+        return d
+
+    @classmethod
+    def from_settings(cls, settings: dict, *, corpus: str, index: str, **extra) -> "BuildConfig":
+        """The configuration whose :meth:`settings` are ``settings`` (as recorded in a manifest)."""
+        return cls(corpus=corpus, index=index, **settings, **extra)
+
+
+# Not build settings: where the corpus and index are, and how an update is executed.
+_NOT_SETTINGS = {"corpus", "index", "update_in_driver_max_documents"}
+
+
+def settings_diff(recorded: dict, asked: dict, prefix: str = "") -> list[str]:
+    """Human-readable differences ``name: recorded -> asked`` between two settings dicts."""
+    out = []
+    for key in sorted(set(recorded) | set(asked)):
+        a, b = recorded.get(key), asked.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += settings_diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
+
+
+def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool) -> bool:
+    """True when ``config`` asks for other build settings than ``recorded`` and that is allowed.
+
+    Raises
+    ------
+    SettingsChangeError
+        When the settings differ and ``settings_change`` is False: an update keeps the settings
+        the index was built with unless a change (a rebuild of every domain) is asked for.
+    """
+    diff = settings_diff(recorded, config.settings())
+    if diff and not settings_change:
+        raise SettingsChangeError(
+            "these build settings differ from the ones recorded in the index: " + "; ".join(diff)
+            + ". An update keeps the recorded settings: leave the settings out to use them, or ask "
+            "for the change explicitly (vdgr update --new-settings; run_update(settings_change=True)),"
+            " which rebuilds every domain with the new settings")
+    return bool(diff)
 
 
 class RerankerConfig(_Frozen):
