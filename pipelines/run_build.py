@@ -12,9 +12,10 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
-from pipelines.commit import KeepFromIndex, commit_build
+from pipelines.commit import commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
+from schemas import tables as T
 from schemas.config import BuildConfig
 from schemas.errors import DeadLetterReason
 from schemas.records import DeadLetter
@@ -44,6 +45,8 @@ class BuildReport:
     # reports no metrics.
     llm_calls: int = 0
     llm_fallbacks: int = 0
+    # an update: rows each table lost and gained (pipelines.delta_update.UpdateWrites)
+    update_writes: Optional[object] = None
 
 
 def _counter(result, name: str) -> int:
@@ -76,7 +79,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     scan = scan_corpus(config.corpus)
     say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
         f" ({len(scan.skipped)} files of unsupported types)")
-    return execute_build(config, scan, scan, beam_args, say, t0=t0)
+    return execute_build(config, scan, beam_args, say, t0=t0)
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:
@@ -118,10 +121,10 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
         staging.remove()
 
 
-def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
-                  beam_args: Sequence[str], say: Callable[[str], None], *,
-                  keep: Optional[KeepFromIndex] = None, t0: Optional[float] = None) -> BuildReport:
-    """Run the pipeline over ``scan`` and commit (with ``keep``'s rows for an update)."""
+def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str],
+                  say: Callable[[str], None], *, parent_build_id: Optional[str] = None,
+                  t0: Optional[float] = None) -> BuildReport:
+    """Run the pipeline over ``scan`` and commit (``parent_build_id``: the index it replaces)."""
     t0 = time.perf_counter() if t0 is None else t0
     if not is_remote(config.index):
         os.makedirs(config.index, exist_ok=True)
@@ -135,17 +138,18 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     def add_steps(p, staging):
         build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped)
 
-    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=keep is None) as (staging, result):
+    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (
+            staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
-        say("committing tables and manifest")
+        say("committing tables, indexes and manifest")
         t2 = time.perf_counter()
-        manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
-                                        config=config_summary(config), keep=keep)
+        manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
+                                parent_build_id=parent_build_id)
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,
-        rows={n: w.rows for n, w in writes.items()},
-        dead_letters=writes["dead_letters"].rows,
+        rows=dict(manifest.counts),
+        dead_letters=manifest.counts[T.DEAD_LETTERS],
         documents_seen=len(scan.tasks) + len(skipped),
         embeddings_computed=_counter(result, "embeddings_computed"),
         embeddings_from_cache=_counter(result, "embeddings_from_cache"),
@@ -163,8 +167,3 @@ def _skipped_letter(rel_path: str) -> DeadLetter:
                           "file at the corpus root is outside every domain folder")
     return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
                       "no parser for this file type")
-
-
-def config_summary(config: BuildConfig) -> dict:
-    """The build settings recorded in the manifest (``BuildConfig.settings``)."""
-    return config.settings()

@@ -66,6 +66,28 @@ class LimitsConfig(_Frozen):
     max_sections_per_doc: int = Field(default=20_000, ge=1)
 
 
+class StoreConfig(_Frozen):
+    """What the commit builds besides the tables: vector and scalar indexes, BM25 sub-shards,
+    CSR graph files (ARCHITECTURE.md, "Index layout")."""
+
+    # LanceDB vector index on the ``vector`` column of contents, directories and entities, once
+    # a table has ``vector_index_min_rows`` rows (below that a flat scan is as fast)
+    vector_index: Literal["ivf_hnsw_sq", "ivf_pq", "none"] = "ivf_hnsw_sq"
+    vector_index_min_rows: int = Field(default=50_000, ge=1)
+    vector_rows_per_partition: int = Field(default=8192, ge=64)   # IVF partitions = rows / this
+    hnsw_m: int = Field(default=16, ge=4, le=128)
+    hnsw_ef_construction: int = Field(default=100, ge=10)
+    pq_sub_vectors: Optional[int] = None                          # IVF_PQ: default dim / 8
+    # an update re-trains a vector index once its unindexed rows exceed this share of the table
+    vector_index_retrain_share: float = Field(default=0.1, gt=0, le=1)
+    # BTree / bitmap indexes on id and filter columns once a table has this many rows
+    scalar_index_min_rows: int = Field(default=10_000, ge=1)
+    # a domain with more documents than this is split into 2^k BM25 sub-shards
+    bm25_subshard_max_documents: int = Field(default=2000, ge=1)
+    # per-domain CSR adjacency (has_entity + cooccurs) as .npy files for the graph route
+    graph_adjacency: bool = True
+
+
 class BuildConfig(_Frozen):
     """Everything the indexing pipeline needs besides the Beam options."""
 
@@ -75,6 +97,7 @@ class BuildConfig(_Frozen):
     embedding: EmbeddingConfig = EmbeddingConfig()
     llm: Optional[LLMConfig] = None
     limits: LimitsConfig = LimitsConfig()
+    store: StoreConfig = StoreConfig()
     summary_sentences: int = Field(default=2, ge=1, le=10)
     summary_max_chars: int = Field(default=400, ge=50)
     max_entities_per_chunk: int = Field(default=24, ge=1)
@@ -126,6 +149,10 @@ def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool)
         When the settings differ and ``settings_change`` is False: an update keeps the settings
         the index was built with unless a change (a rebuild of every domain) is asked for.
     """
+    try:   # settings added since the index was built take their defaults
+        recorded = BuildConfig.from_settings(recorded, corpus=config.corpus, index=config.index).settings()
+    except ValueError:
+        pass
     diff = settings_diff(recorded, config.settings())
     if diff and not settings_change:
         raise SettingsChangeError(

@@ -1,9 +1,11 @@
 """Discover the documents of a corpus folder tree (see DESIGN.md, input corpus contract)."""
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, replace
-from typing import Iterable
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Iterable, Mapping
 
 from schemas.errors import ConfigError
 from schemas.records import DocMeta, DocumentTask
@@ -20,6 +22,9 @@ class CorpusScan:
 
     tasks: tuple[DocumentTask, ...]
     skipped: tuple[str, ...]
+    # rel_path -> (size in bytes, mtime in ns) as listed, for the update's fingerprint check
+    file_stats: Mapping[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    listed_ns: int = field(default=0, compare=False)     # when the listing started (time.time_ns)
 
 
 def _read_meta(fs, path: str, shown: str) -> DocMeta:
@@ -50,6 +55,7 @@ def _list_tree(root: str):
         raise ConfigError(f"corpus root {root!r} is not a folder")
     base = base.rstrip("/")
     folders: dict[tuple[str, ...], list[str]] = {(): []}
+    stats: dict[str, tuple[int, int]] = {}
     for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
         parts = tuple(entry.path[len(base) + 1:].split("/"))
         if any(p.startswith(".") for p in parts):
@@ -60,7 +66,8 @@ def _list_tree(root: str):
             for i in range(len(parts)):          # object stores have no folder entries
                 folders.setdefault(parts[:i], [])
             folders[parts[:-1]].append(parts[-1])
-    return fs, base, {k: sorted(v) for k, v in folders.items()}
+            stats["/".join(parts)] = (int(entry.size or 0), int(entry.mtime_ns or 0))
+    return fs, base, {k: sorted(v) for k, v in folders.items()}, stats
 
 
 def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> CorpusScan:
@@ -86,7 +93,8 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
         When ``root`` is not a folder or a ``_meta.yaml`` is malformed (the message
         names the file).
     """
-    fs, base, folders = _list_tree(root)
+    listed_ns = time.time_ns()
+    fs, base, folders, stats = _list_tree(root)
     corpus_root = beam_path(root)                   # workers read documents through Beam
     exts = {e.lower() for e in supported}
     own: dict[tuple[str, ...], DocMeta] = {}        # folder parts -> its own _meta.yaml
@@ -120,4 +128,23 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS) -> C
                 folder_metas=tuple(resolved[parts[:i + 1]] for i in range(len(parts))),
             ))
     tasks.sort(key=lambda t: t.rel_path)
-    return CorpusScan(tasks=tuple(tasks), skipped=tuple(sorted(skipped)))
+    return CorpusScan(tasks=tuple(tasks), skipped=tuple(sorted(skipped)), file_stats=stats, listed_ns=listed_ns)
+
+
+def task_to_json(task: DocumentTask) -> str:
+    """One line of a task manifest (the file workers read the build's tasks from)."""
+    return json.dumps(asdict(task), sort_keys=True, ensure_ascii=False)
+
+
+def _meta_from(d: dict) -> DocMeta:
+    return DocMeta(version=d["version"], acl=tuple(d["acl"]), title=d["title"],
+                   labels=tuple(tuple(x) for x in d["labels"]))
+
+
+def task_from_json(line: str) -> DocumentTask:
+    """The DocumentTask a :func:`task_to_json` line describes."""
+    d = json.loads(line)
+    return DocumentTask(corpus_root=d["corpus_root"], rel_path=d["rel_path"], domain=d["domain"],
+                        collection=d["collection"], folder_titles=tuple(d["folder_titles"]),
+                        meta=_meta_from(d["meta"]),
+                        folder_metas=tuple(_meta_from(m) for m in d["folder_metas"]))
