@@ -20,7 +20,10 @@ versions (``bench/grow_corpus.py``: 1, 10 or 100 versions) and, each step a fres
 - 1% update: every 100th document gets one paragraph (``grow_corpus.change_documents``), then
   ``vdgr update`` (settings recorded in the index): wall time, ratio to the build, peak RSS;
 - with ``--check-rebuild`` (default for sizes up to 10k): a fresh build of the changed corpus,
-  whose build id must equal the updated index's (update == rebuild).
+  whose build id must equal the updated index's (update == rebuild);
+- with ``--check-multiprocess SIZES``: a build through ``--preset multiprocess`` (two worker
+  processes): its wall time, driver and worker peak RSS, and whether its build id equals the
+  in-process build's.
 
 Results: ``bench/out/scale.json`` and the ``scale`` block of BENCHMARKS.md (command, date,
 commit, machine). ``--skip-1m`` (or ``--sizes 10k,100k``) leaves the 1M point out; nothing is
@@ -211,7 +214,7 @@ def _count(index: Path, key: str) -> int:
     return int(json.loads((index / "manifest.json").read_text())["counts"].get(key, 0))
 
 
-def run_size(label: str, versions: int, work: Path, check_rebuild: bool) -> dict:
+def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_multiprocess: bool = False) -> dict:
     from bench.grow_corpus import change_documents
 
     logs = work / "logs"
@@ -222,6 +225,16 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool) -> dict
     build = measured_run([*_vdgr(), "index", str(corpus), "--index", str(index), "--embedding", "hashing", "-q"],
                          logs / f"build_{label}.log")
     chunks = _count(index, "contents")
+    multiprocess = {}
+    if check_multiprocess:
+        mp_index = work / f"mp_{label}"
+        shutil.rmtree(mp_index, ignore_errors=True)
+        mp = measured_run([*_vdgr(), "index", str(corpus), "--index", str(mp_index), "--embedding", "hashing",
+                           "--preset", "multiprocess", "-q"], logs / f"build_mp_{label}.log")
+        multiprocess = {"mp_build_s": mp["wall_s"], "mp_driver_peak_mb": mp["driver_peak_mb"],
+                        "mp_worker_peak_mb": mp["children_peak_mb"],
+                        "mp_equals_in_process": _build_id(mp_index) == _build_id(index)}
+        shutil.rmtree(mp_index, ignore_errors=True)
     qfile = work / "questions.json"
     qfile.write_text(json.dumps(questions()))
     qlog = logs / f"query_{label}.log"
@@ -246,6 +259,7 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool) -> dict
         "update_documents": len(changed), "update_s": update["wall_s"],
         "update_ratio": round(update["wall_s"] / build["wall_s"], 3),
         "update_driver_peak_mb": update["driver_peak_mb"], "update_rusage_peak_mb": update["rusage_peak_mb"],
+        **multiprocess,
     }
     if check_rebuild:
         rebuilt = work / f"rebuild_{label}"
@@ -288,6 +302,13 @@ def render(report: dict) -> str:
         lat = r["latency"]
         lines.append(f"| {r['chunks']:,} | " + " | ".join(f"{lat[n]['p50_ms']} / {lat[n]['p95_ms']}" for n in ROUTES)
                      + " |")
+    mp = [r for r in report["results"] if "mp_build_s" in r]
+    if mp:
+        lines += ["", "Multi-process runner (`--preset multiprocess`, 2 workers), same corpus:", "",
+                  "| chunks | build s | driver peak RSS MB | worker peak RSS MB | build id equals in-process |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['chunks']:,} | {r['mp_build_s']} | {r['mp_driver_peak_mb']:,} | {r['mp_worker_peak_mb']:,} | "
+                  f"{r['mp_equals_in_process']} |" for r in mp]
     return "\n".join(lines) + "\n"
 
 
@@ -298,6 +319,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "scale")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale.json")
     ap.add_argument("--check-rebuild", default="10k", help="sizes whose update is compared with a rebuild")
+    ap.add_argument("--check-multiprocess", default="", help="sizes also built with --preset multiprocess")
     ap.add_argument("--no-markdown", action="store_true", help="do not merge the table into BENCHMARKS.md")
     a = ap.parse_args(argv)
     sizes = [s for s in a.sizes.split(",") if s]
@@ -310,7 +332,8 @@ def main(argv=None) -> int:
     results = []
     for label in sizes:
         print(f"[bench_scale] {label} ...", flush=True)
-        results.append(run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(",")))
+        results.append(run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(","),
+                                label in a.check_multiprocess.split(",")))
         print(json.dumps(results[-1]), flush=True)
     from bench.run_eval import commit, machine
 
