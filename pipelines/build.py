@@ -1,18 +1,24 @@
-"""The full build: corpus folder -> H2KG tables + BM25 shards, committed under one manifest.
+"""The full build: corpus folder -> H2KG tables + BM25 sub-shards, committed under one manifest.
 
 Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
 
-    tasks -> ParseDocuments -+-> chunks -> AnnotateChunks -> DedupContents --+
-                             |                                               |
-                             +-> directories + folders -> DedupDirectories --+-> SummarizeDirectories
-                             +-> dead letters                                |
-    contents + directories -> EmbedRows (distinct texts embedded, cached; rows made there)
-    annotated -> MergeEntities / CooccurrenceEdges / ContainmentEdges -> edges
-    rows -> StageParquet (per bundle) -> PublishStagedFiles (one step) -> commit (driver)
-    (entity vectors are added at commit from the has_entity edges and content vectors)
+    task manifest files -> ReadTasks -> ParseDocuments -> AnnotateDocuments ---------------+
+      per document, no shuffle: content rows -> EmbedInBatches -> staged contents (files   |
+        per domain and BM25 sub-shard) -> BuildSubShards (reads its files)                 |
+        has_entity and section -> chunk edges -> staged edges                              |
+      MergeEntities: per-document partials + chunk vectors, one combine per entity         |
+      CooccurrenceEdges: one combine per entity pair                                        |
+      SummarizeDirectories: documents grouped by document node, then folders level by level |
+        -> EmbedInBatches -> staged directories; directory -> directory edges              |
+    every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
+
+What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
+summaries, one small record per folder child, and file names. Rows are staged by the workers
+that make them, in files of bounded size; the driver streams them into LanceDB.
 """
 from __future__ import annotations
 
+from collections import Counter
 
 import apache_beam as beam
 import numpy as np
@@ -20,37 +26,38 @@ import numpy as np
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
-from transforms.annotate import AnnotateChunks
-from transforms.directories import ContainmentEdges, SummarizeDirectories
-from transforms.embed import NEW_VECTORS, EmbedRows, PrefetchEmbeddings
-from transforms.merge import CooccurrenceEdges, DedupContents, DedupDirectories, MergeEntities
+from transforms.bm25 import BuildSubShards
+from transforms.directories import SummarizeDirectories, containment_edge
+from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
+from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
+from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import BuildTantivyShards, PublishStagedFiles, StageLines, StageParquet
+from transforms.write import PublishStaged, StageRows
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.ids import doc_id
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
-from vdgr_core.indexing.rows import (annotated_row, content_embedding_text, dead_letter_row,
-                                     directory_embedding_text, directory_row, secret_finding_rows)
+from vdgr_core.indexing.per_document import (content_row_without_vector, document_edges, document_row,
+                                             document_tree)
+from vdgr_core.indexing.rows import (content_embedding_text, dead_letter_row, directory_embedding_text,
+                                     directory_row, secret_finding_rows)
+from vdgr_core.store.tantivy_shard import subshard_count, subshard_of
+
+# rows per staged file (bounded memory per worker; a few MB each)
+MAX_ROWS = {T.EDGES: 16384, T.DOCUMENTS: 16384, T.DEAD_LETTERS: 16384, T.SECRET_FINDINGS: 16384,
+            T.EMBEDDING_CACHE: 8192}
 
 
-def _document_row(doc) -> dict:
-    t = doc.task
-    return {"doc_id": doc.doc_id, "path": t.rel_path, "domain": t.domain, "collection": t.collection,
-            "version": doc.meta.version, "acl": sorted(doc.meta.acl), "title": doc.title,
-            "content_hash": doc.content_hash, "fingerprint": task_fingerprint(t, doc.content_hash),
-            "status": "indexed", "n_chunks": len(doc.chunks)}
-
-
-def _dead_document_row(d, tasks_by_path) -> dict:
-    task = tasks_by_path.get(d.rel_path)
+def dead_document_row(dead, task) -> dict:
+    """The documents-table row of a file that became a dead letter (``task`` None: skipped by
+    the scan)."""
     meta = task.meta if task else None
-    return {"doc_id": doc_id(d.rel_path), "path": d.rel_path, "domain": d.domain,
+    return {"doc_id": doc_id(dead.rel_path), "path": dead.rel_path, "domain": dead.domain,
             "collection": task.collection if task else "", "version": meta.version if meta else "",
-            "acl": sorted(meta.acl) if meta else [], "title": "", "content_hash": d.content_hash,
-            "fingerprint": (task_fingerprint(task, d.content_hash) if task
-                            else skipped_fingerprint(d.rel_path, d.reason, d.detail)),
+            "acl": sorted(meta.acl) if meta else [], "title": "", "content_hash": dead.content_hash,
+            "fingerprint": (task_fingerprint(task, dead.content_hash) if task
+                            else skipped_fingerprint(dead.rel_path, dead.reason, dead.detail)),
             "status": "dead_letter", "n_chunks": 0}
 
 
@@ -59,100 +66,104 @@ def document_secret_findings(doc) -> list[dict]:
     return secret_finding_rows(doc.task.rel_path, doc.task.domain, doc.secret_findings)
 
 
-def _with_vector(row: dict, vector) -> dict:
+def with_vector(row: dict, vector) -> dict:
     """A row made before embedding, completed with its vector."""
     return {**row, "vector": np.asarray(vector, dtype=np.float32)}
 
 
-def _content_row_without_vector(a) -> dict:
-    row = annotated_row(a, ())
-    del row["vector"]
-    return row
+def subshards_per_domain(scan: CorpusScan, config: BuildConfig) -> dict[str, int]:
+    """BM25 sub-shards of each domain, from its number of documents (known from the scan)."""
+    docs = Counter(t.domain for t in scan.tasks)
+    return {d: subshard_count(n, config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
 
 
-def staged_schema(name: str, dim: int):
-    """Schema of a staged table: the index schema, less the entity vectors the commit adds."""
-    schema = T.schema_for(name, dim)
-    return schema.remove(schema.get_field_index("vector")) if name == T.ENTITIES else schema
+def max_folder_level(scan: CorpusScan) -> int:
+    return max((len(t.folder_titles) for t in scan.tasks), default=0)
+
+
+class ContentPartition:
+    """Content row -> (domain, BM25 sub-shard): the staged file it goes to."""
+
+    def __init__(self, subshards: dict[str, int]):
+        self._subshards = subshards
+
+    def __call__(self, row) -> tuple[str, int]:
+        return row["domain"], subshard_of(row["source"], self._subshards.get(row["domain"], 1))
+
+
+def content_items(adoc, model_id: str):
+    """(embedding key, text, row without vector) of each chunk of an annotated document."""
+    for a in adoc.chunks:
+        text = content_embedding_text(a.chunk.path, a.chunk.text)
+        yield embedding_key(model_id, text), text, content_row_without_vector(a)
 
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
                    dim: int, staging: Staging, dead_from_scan=()) -> None:
-    """Add the build to ``p``: everything is written under ``staging`` for the commit."""
-    tasks = p | "Discover documents" >> beam.Create(list(scan.tasks))
-    tasks_by_path = {t.rel_path: t for t in scan.tasks}
+    """Add the build to ``p``: everything is staged under ``staging`` for the commit."""
+    read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
+    tasks = read.tasks
     parsed = tasks | "Parse documents" >> ParseDocuments(config)
-    docs, dead = parsed.documents, parsed[DEAD_LETTER]
-    dead = (dead, p | "Skipped files" >> beam.Create(list(dead_from_scan))) | "All dead letters" >> beam.Flatten()
 
-    def chunk_key_and_text(c):
-        text = content_embedding_text(c.path, c.text)
-        return embedding_key(model_id, text), text
+    def chunk_texts(doc):
+        for c in doc.chunks:
+            text = content_embedding_text(c.path, c.text)
+            yield embedding_key(model_id, text), text
 
     # with the in-process runner and a model in a child process, chunk texts are sent ahead so
     # the child embeds while this process annotates (transforms/embed.py, EmbeddingPrefetcher)
-    annotated = (docs
-                 | "Chunks" >> beam.FlatMap(lambda d: d.chunks)
-                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_key_and_text)
-                 | "Annotate chunks" >> AnnotateChunks(config)
-                 | "Dedup contents" >> DedupContents())
-    nodes = ((docs | "Document nodes" >> beam.FlatMap(lambda d: d.directories),
-              tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
-             | "All directory nodes" >> beam.Flatten()
-             | "Dedup directories" >> DedupDirectories())
-    summarized = (nodes, annotated) | "Summarize directories" >> SummarizeDirectories(config)
+    annotated = (parsed.documents
+                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_texts)
+                 | "Annotate documents" >> AnnotateDocuments(config))
+    embedded = (annotated
+                | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
+                | "Embed contents" >> EmbedInBatches(config, with_vector))
+    content_rows = embedded.rows
 
-    # Steps that need no vectors come first: with the in-process runner the stages run in this
-    # order, so they run while the embedding child works through the texts sent ahead.
-    # entity rows are staged without vectors: the commit adds them (vdgr_core.indexing.entity_vectors)
-    entity_rows, existence = annotated | "Merge entities" >> MergeEntities()
+    merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
-    containment = (summarized, annotated) | "Containment" >> ContainmentEdges()
-    shards = (annotated
-              | "Shard rows" >> beam.Map(_content_row_without_vector)
-              | "BM25 shards" >> BuildTantivyShards(config.index))
-    document_rows = ((docs | "Document row" >> beam.Map(_document_row),
-                      dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
-                     | "All document rows" >> beam.Flatten())
+    trees = annotated | "Document trees" >> beam.Map(document_tree)
+    directories = ((trees, tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
+                   | "Summarize directories" >> SummarizeDirectories(config, max_folder_level(scan)))
 
-    def content_item(a):
-        text = content_embedding_text(a.chunk.path, a.chunk.text)
-        # the row travels instead of the AnnotatedChunk: plain values encode faster than dataclasses
-        return embedding_key(model_id, text), (text, T.CONTENTS, _content_row_without_vector(a))
-
-    def directory_key_and_text(n):
+    def directory_items(n):
         text = directory_embedding_text(n)
-        return embedding_key(model_id, text), text
+        return embedding_key(model_id, text), text, n
 
-    def directory_item(n):
-        key, text = directory_key_and_text(n)
-        return key, (text, T.DIRECTORIES, n)
+    directory_embedded = (directories
+                          | "Prefetch directory embeddings" >> PrefetchEmbeddings(
+                              config, lambda n: [directory_items(n)[:2]])
+                          | "Directory texts" >> beam.Map(directory_items)
+                          | "Embed directories" >> EmbedInBatches(config, directory_row))
+    dead = ((parsed[DEAD_LETTER],
+             read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
+            | "All dead letters" >> beam.Flatten())
 
-    # each distinct text is embedded once and every item that needs it gets its row right there
-    embedded = ((annotated | "Content texts" >> beam.Map(content_item),
-                 summarized
-                 | "Prefetch directory embeddings" >> PrefetchEmbeddings(config, directory_key_and_text)
-                 | "Directory texts" >> beam.Map(directory_item))
-                | "All texts" >> beam.Flatten()
-                | "Embed" >> EmbedRows(config, {T.CONTENTS: _with_vector, T.DIRECTORIES: directory_row}))
-    content_rows, directory_rows = embedded[T.CONTENTS], embedded[T.DIRECTORIES]
-
-    # rows of a table may come in parts: each part is staged under the table's prefix (no Flatten)
     outputs = {
-        T.DOCUMENTS: [document_rows],
-        T.DIRECTORIES: [directory_rows],
-        T.CONTENTS: [content_rows],
-        T.ENTITIES: [entity_rows],
-        T.EDGES: [existence, cooccurrence, containment],
-        T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.Map(dead_letter_row)],
-        T.SECRET_FINDINGS: [docs | "Secret finding rows" >> beam.FlatMap(document_secret_findings)],
-        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS]],
+        T.DOCUMENTS: [annotated | "Document row" >> beam.Map(lambda a: document_row(a.doc)),
+                      dead | "Dead document row" >> beam.MapTuple(dead_document_row)],
+        T.DIRECTORIES: [directory_embedded.rows],
+        T.ENTITIES: [merged.entities],
+        T.ENTITY_STATS: [merged[ENTITY_STATS]],
+        T.EDGES: [annotated | "Document edges" >> beam.FlatMap(document_edges),
+                  cooccurrence,
+                  directories | "Directory edges" >> beam.FlatMap(containment_edge)],
+        T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d))],
+        T.SECRET_FINDINGS: [annotated | "Secret finding rows" >> beam.FlatMap(lambda a: document_secret_findings(a.doc))],
+        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS], directory_embedded[NEW_VECTORS]],
     }
-    staged = [rows | f"Stage {name} {i}" >> StageParquet(staging.prefix(name), staged_schema(name, dim))
-              for name, parts in outputs.items() for i, rows in enumerate(parts)]
-    staged.append(shards | "Stage shard list" >> StageLines(staging.prefix("shards")))
-    # one step publishes every staged file once all bundles have committed
-    _ = staged | "All staged files" >> beam.Flatten() | "Publish staged files" >> PublishStagedFiles()
+    staged = [rows | f"Stage {name} {i}" >> StageRows(
+        name, staging.prefix(name), T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
+        digest=name != T.EMBEDDING_CACHE)
+        for name, parts in outputs.items() for i, rows in enumerate(parts)]
+    content_files = content_rows | "Stage contents" >> StageRows(
+        T.CONTENTS, staging.prefix(T.CONTENTS), T.schema_for(T.CONTENTS, dim),
+        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048)
+    shards = content_files | "BM25 sub-shards" >> BuildSubShards(config.index)
+    # one step publishes every staged file once all bundles (and the shard builds) are done
+    _ = ([*staged, content_files, shards] | "All staged records" >> beam.Flatten()
+         | "Publish staged" >> PublishStaged(staging.root))
 
 
-__all__ = ["build_pipeline"]
+__all__ = ["build_pipeline", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",
+           "subshards_per_domain", "max_folder_level"]

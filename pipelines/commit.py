@@ -1,94 +1,119 @@
-"""Driver-side commit of a build: staged tables -> LanceDB, manifest last."""
+"""Driver-side commit of a build: staged files -> LanceDB (streamed), indexes, graphs, manifest.
+
+The driver reads ``staged.json`` (the files, row counts and per-domain digests the workers
+staged) and streams each table's files into one LanceDB write, a few thousand rows at a time;
+while they pass it collects what is small (per-domain document facts for the router, ids and
+edges for the CSR graph files). It never holds a whole table.
+"""
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from pipelines.build import staged_schema
-from pipelines.staging import Staging
+from pipelines.build import subshards_per_domain
+from pipelines.staging import Staging, StagedList
 from schemas import tables as T
+from schemas.config import BuildConfig
 from vdgr_core.corpus import CorpusScan
-from vdgr_core.indexing.embed_cache import append_to_cache
-from vdgr_core.indexing.entity_vectors import with_entity_vectors
+from vdgr_core.indexing.embed_cache import append_batches_to_cache
 from vdgr_core.safety.secrets import mask_short
+from vdgr_core.store.file_stats import stat_rows, write_file_stats
+from vdgr_core.store.graph_csr import GraphBuilder
+from vdgr_core.store.lance_store import connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
-from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import ShardInfo
-from vdgr_core.store.writer import commit_index
+from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest, write_table_stream
 
 
-def domain_infos(scan: CorpusScan, documents: pa.Table, contents: pa.Table) -> list[DomainInfo]:
-    """What the router needs per domain: description, versions, collections, sizes."""
+class DomainFacts:
+    """What the router needs per domain (versions, collections, documents, chunks), gathered
+    from document and content batches as they stream past."""
+
+    def __init__(self):
+        self.versions, self.collections = defaultdict(set), defaultdict(set)
+        self.n_docs, self.n_chunks = defaultdict(int), defaultdict(int)
+
+    def add_documents(self, batch) -> None:
+        for row in batch.select(["domain", "version", "collection", "status"]).to_pylist():
+            if row["status"] != "indexed":
+                continue
+            self.n_docs[row["domain"]] += 1
+            if row["version"]:
+                self.versions[row["domain"]].add(row["version"])
+            if row["collection"]:
+                self.collections[row["domain"]].add(row["collection"])
+
+    def add_contents(self, batch) -> None:
+        for d in batch.column("domain").to_pylist():
+            self.n_chunks[d] += 1
+
+    def infos(self, scan: CorpusScan) -> list[DomainInfo]:
+        return domain_infos(scan, self)
+
+
+def descriptions(scan: CorpusScan) -> dict[str, str]:
     desc: dict[str, str] = {}
     for t in scan.tasks:
         if t.folder_metas and t.domain not in desc:
             labels = dict(t.folder_metas[0].labels)
             # credentials masked like document text (the manifest and router prompts carry it)
             desc[t.domain] = mask_short(labels.get("description", "") or (t.folder_metas[0].title or ""))
-    versions, collections, n_docs = defaultdict(set), defaultdict(set), defaultdict(int)
-    for row in documents.select(["domain", "version", "collection", "status"]).to_pylist():
-        if row["status"] != "indexed":
-            continue
-        n_docs[row["domain"]] += 1
-        if row["version"]:
-            versions[row["domain"]].add(row["version"])
-        if row["collection"]:
-            collections[row["domain"]].add(row["collection"])
-    n_chunks = defaultdict(int)
-    for d in contents.column("domain").to_pylist():
-        n_chunks[d] += 1
-    domains = sorted({t.domain for t in scan.tasks} | set(n_docs))
-    return [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
-                       n_docs[d], n_chunks[d]) for d in domains]
+    return desc
 
 
-@dataclass(frozen=True)
-class KeepFromIndex:
-    """For an update: the committed index and the domains being recomputed.
+def domain_infos(scan: CorpusScan, facts: DomainFacts) -> list[DomainInfo]:
+    desc = descriptions(scan)
+    domains = sorted({t.domain for t in scan.tasks} | set(facts.n_docs))
+    return [DomainInfo(d, desc.get(d, ""), tuple(sorted(facts.versions[d])), tuple(sorted(facts.collections[d])),
+                       facts.n_docs[d], facts.n_chunks[d]) for d in domains]
 
-    Rows and shards of every other domain are carried over unchanged.
-    """
 
-    reader: IndexReader
-    recomputed: tuple[str, ...]
+def _tap(batches, *consumers) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        for consume in consumers:
+            consume(b)
+        yield b
 
-    def kept_rows(self, name: str) -> pa.Table:
-        if name not in self.reader.manifest.table_versions:     # a table added since that build
-            return pa.Table.from_pylist([], schema=T.schema_for(name, self.reader.dim))
-        old = self.reader.arrow(name)
-        if old.num_rows == 0:
-            return old
-        mask = pc.invert(pc.is_in(old.column("domain"), value_set=pa.array(list(self.recomputed), pa.string())))
-        return old.filter(mask)
 
-    def kept_shards(self) -> list[ShardInfo]:
-        m = self.reader.manifest
-        counts = {d.name: d.n_chunks for d in m.domains}
-        return [ShardInfo(d, folder, counts.get(d, 0), os.path.basename(folder))
-                for d, folder in sorted(m.tantivy_shards.items()) if d not in self.recomputed]
+def shard_infos(staged: StagedList) -> list[ShardInfo]:
+    return sorted((ShardInfo(r["domain"], r["folder"], r["n_docs"], r["digest"], r["sub"])
+                   for r in staged.of_kind("shard")), key=lambda s: (s.domain, s.sub))
 
 
 def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
-                 config: dict, keep: Optional[KeepFromIndex] = None) -> tuple[Manifest, dict]:
-    """Commit staged tables (plus, for an update, the rows kept from the committed index)."""
-    tables = {name: staging.read_table(name, staged_schema(name, dim)) for name in T.TABLES}
-    tables[T.ENTITIES] = with_entity_vectors(tables[T.ENTITIES], tables[T.EDGES], tables[T.CONTENTS], dim)
-    shards = staging.read_shards()
-    parent_build_id = None
-    if keep is not None:
-        tables = {name: pa.concat_tables([T.conform(keep.kept_rows(name), t.schema), t])
-                  for name, t in tables.items()}
-        shards = sorted(keep.kept_shards() + shards, key=lambda s: s.domain)
-        parent_build_id = keep.reader.manifest.build_id
-    new_vectors = staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim))
-    append_to_cache(index_dir, new_vectors, dim)
-    manifest, writes = commit_index(
-        index_dir, tables, shards, embedding_model=model_id, dim=dim,
-        domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
-        config=config, parent_build_id=parent_build_id)
-    return manifest, writes
+                 config: BuildConfig, parent_build_id: Optional[str] = None) -> Manifest:
+    """Commit the staged build: every table written as one new version, then indexes, graph
+    files, the embedding cache, and the manifest last."""
+    staged = staging.staged()
+    db = connect(index_dir)
+    plan = CommitPlan()
+    facts = DomainFacts()
+    domains = sorted({t.domain for t in scan.tasks})
+    graph = GraphBuilder(domains) if config.store.graph_adjacency else None
+    hashes: dict[str, str] = {}
+    taps = {
+        T.DOCUMENTS: [facts.add_documents,
+                      lambda b: hashes.update(zip(b.column("path").to_pylist(), b.column("content_hash").to_pylist()))],
+        T.CONTENTS: [facts.add_contents] + ([lambda b: graph.add_contents(b.select(["chunk_id", "domain"]))]
+                                            if graph else []),
+        T.ENTITIES: [lambda b: graph.add_entities(b.select(["entity_id", "domain"]))] if graph else [],
+        T.EDGES: [graph.add_edges] if graph else [],
+    }
+    for name in T.TABLES:
+        schema = T.schema_for(name, dim)
+        batches = _tap(staging.batches(name, schema, staged=staged), *taps.get(name, []))
+        plan.writes[name] = write_table_stream(db, name, schema, batches)
+        plan.digests[name] = staged.digests.get(name, {})
+    plan.shards = shard_infos(staged)
+    plan.subshards = subshards_per_domain(scan, config)
+    if graph is not None:
+        plan.graphs = graph.write(index_dir)
+    build_indexes(db, plan, config.store, dim)
+    write_file_stats(index_dir, stat_rows(hashes, scan.file_stats, scan.listed_ns), replace_all=True)
+    append_batches_to_cache(index_dir, staging.batches(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim),
+                                                       staged=staged), dim)
+    return write_plan_manifest(index_dir, plan, embedding_model=model_id, dim=dim,
+                               domains=facts.infos(scan), config=config.settings(),
+                               parent_build_id=parent_build_id)

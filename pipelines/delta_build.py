@@ -22,22 +22,20 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.build import (_content_row_without_vector, _dead_document_row, _document_row, _with_vector,
-                             document_secret_findings, staged_schema)
+from pipelines.build import content_items, dead_document_row, document_secret_findings, with_vector
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
 from schemas.records import DeadLetter
-from transforms.annotate import AnnotateChunks
-from transforms.embed import NEW_VECTORS, EmbedRows
-from transforms.merge import DedupContents
+from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
+from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import WriteStagedTable
+from transforms.write import PublishStaged, StageRows
 from vdgr_core.corpus import CorpusScan
-from vdgr_core.embedding import embedding_key
 from vdgr_core.indexing.annotate import annotate_or_fall_back
 from vdgr_core.indexing.document import load_document
-from vdgr_core.indexing.rows import content_embedding_text, dead_letter_row, directory_row
+from vdgr_core.indexing.per_document import content_row_without_vector, document_row
+from vdgr_core.indexing.rows import dead_letter_row, directory_row
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
 _log = logging.getLogger("vdgr.update")
@@ -86,10 +84,10 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
     for task in scan.tasks:
         loaded = load_document(task, config, FileSystems.open, FileSystems.join)
         (dead if isinstance(loaded, DeadLetter) else docs).append(loaded)
-    kept: dict[str, object] = {}
+    annotated = []
     fallbacks = 0
     try:
-        for chunk in (c for d in docs for c in d.chunks):
+        for chunk in (c for d in docs for c in d.chunks):     # chunk ids are unique per document
             outcome = annotate_or_fall_back(chunk, client, max_terms=config.max_entities_per_chunk,
                                             summary_sentences=config.summary_sentences,
                                             summary_max_chars=config.summary_max_chars)
@@ -97,18 +95,15 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
                 fallbacks += 1
                 _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",
                              chunk.chunk_id, chunk.source, outcome.fallback_reason)
-            a = outcome.annotated
-            other = kept.get(a.chunk.chunk_id)
-            if other is None or (a.chunk.source, a.chunk.position) < (other.chunk.source, other.chunk.position):
-                kept[a.chunk.chunk_id] = a
+            annotated.append(outcome.annotated)
         calls = client.total_calls() if client is not None else 0
     finally:
         if client is not None:
             client.close()
-    content_rows = [_content_row_without_vector(a) for a in kept.values()]
+    content_rows = [content_row_without_vector(a) for a in annotated]
     return ArrivingRows(
-        documents=pa.Table.from_pylist([_document_row(d) for d in docs] + [
-            _dead_document_row(x, tasks_by_path) for x in dead], schema=T.documents_schema()),
+        documents=pa.Table.from_pylist([document_row(d) for d in docs] + [
+            dead_document_row(x, tasks_by_path.get(x.rel_path)) for x in dead], schema=T.documents_schema()),
         dead_letters=pa.Table.from_pylist([dead_letter_row(x) for x in dead], schema=T.dead_letters_schema()),
         contents=pa.Table.from_pylist(content_rows, schema=_schema_without_vector(T.CONTENTS, dim)),
         nodes=pa.Table.from_pylist([node_row(n) for d in docs for n in d.directories],
@@ -133,56 +128,47 @@ def staged_node_schema(dim: int) -> pa.Schema:
 
 def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
                                dim: int, staging: Staging, dead_from_scan=()) -> None:
-    """Add to ``p`` the per-document work of an update over ``scan`` (the arriving documents)."""
-    tasks = p | "Discover changed documents" >> beam.Create(list(scan.tasks))
-    tasks_by_path = {t.rel_path: t for t in scan.tasks}
-    parsed = tasks | "Parse documents" >> ParseDocuments(config)
-    docs = parsed.documents
-    dead = ((parsed[DEAD_LETTER], p | "Skipped files" >> beam.Create(list(dead_from_scan)))
-            | "All dead letters" >> beam.Flatten())
-    annotated = (docs
-                 | "Chunks" >> beam.FlatMap(lambda d: d.chunks)
-                 | "Annotate chunks" >> AnnotateChunks(config)
-                 | "Dedup contents" >> DedupContents())
-
-    def content_item(a):
-        text = content_embedding_text(a.chunk.path, a.chunk.text)
-        return embedding_key(model_id, text), (text, T.CONTENTS, _content_row_without_vector(a))
-
-    # the build's embedding step: equal texts embedded once (cached), rows made where vectors are
+    """Add to ``p`` the per-document work of an update over ``scan`` (the arriving documents):
+    the build's steps up to the embedded content rows, staged (small: the change only)."""
+    read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
+    parsed = read.tasks | "Parse documents" >> ParseDocuments(config)
+    annotated = parsed.documents | "Annotate documents" >> AnnotateDocuments(config)
     embedded = (annotated
-                | "Content texts" >> beam.Map(content_item)
-                | "Embed" >> EmbedRows(config, {T.CONTENTS: _with_vector}))
-    content_rows = embedded[T.CONTENTS]
-    document_rows = ((docs | "Document row" >> beam.Map(_document_row),
-                      dead | "Dead document row" >> beam.Map(_dead_document_row, tasks_by_path=tasks_by_path))
+                | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
+                | "Embed contents" >> EmbedInBatches(config, with_vector))
+    dead = ((parsed[DEAD_LETTER], read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
+            | "All dead letters" >> beam.Flatten())
+    document_rows = ((annotated | "Document row" >> beam.Map(lambda a: document_row(a.doc)),
+                      dead | "Dead document row" >> beam.MapTuple(dead_document_row))
                      | "All document rows" >> beam.Flatten())
     outputs = {
-        T.DOCUMENTS: (document_rows, staged_schema(T.DOCUMENTS, dim)),
-        T.CONTENTS: (content_rows, staged_schema(T.CONTENTS, dim)),
-        T.DEAD_LETTERS: (dead | "Dead letter row" >> beam.Map(dead_letter_row), staged_schema(T.DEAD_LETTERS, dim)),
-        T.EMBEDDING_CACHE: (embedded[NEW_VECTORS], staged_schema(T.EMBEDDING_CACHE, dim)),
-        T.SECRET_FINDINGS: (docs | "Secret finding rows" >> beam.FlatMap(document_secret_findings),
-                            staged_schema(T.SECRET_FINDINGS, dim)),
-        NODES: (docs | "Document nodes" >> beam.FlatMap(lambda d: d.directories)
+        T.DOCUMENTS: (document_rows, T.schema_for(T.DOCUMENTS, dim)),
+        T.CONTENTS: (embedded.rows, T.schema_for(T.CONTENTS, dim)),
+        T.DEAD_LETTERS: (dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d)),
+                         T.schema_for(T.DEAD_LETTERS, dim)),
+        T.EMBEDDING_CACHE: (embedded[NEW_VECTORS], T.embedding_cache_schema(dim)),
+        T.SECRET_FINDINGS: (parsed.documents | "Secret finding rows" >> beam.FlatMap(document_secret_findings),
+                            T.schema_for(T.SECRET_FINDINGS, dim)),
+        NODES: (parsed.documents | "Document nodes" >> beam.FlatMap(lambda d: d.directories)
                 | "Node row" >> beam.Map(node_row), staged_node_schema(dim)),
     }
-    for name, (rows, schema) in outputs.items():
-        _ = rows | f"Stage {name}" >> WriteStagedTable(staging.prefix(name), schema)
+    staged = [rows | f"Stage {name}" >> StageRows(name, staging.prefix(name), schema, digest=False)
+              for name, (rows, schema) in outputs.items()]
+    _ = staged | "All staged" >> beam.Flatten() | "Publish staged" >> PublishStaged(staging.root)
 
 
 def read_staged(staging: Staging, dim: int, counter) -> ArrivingRows:
     """The rows ``changed_documents_pipeline`` staged (``counter(name)`` reads its metrics)."""
     return ArrivingRows(
-        documents=staging.read_table(T.DOCUMENTS, staged_schema(T.DOCUMENTS, dim)),
-        dead_letters=staging.read_table(T.DEAD_LETTERS, staged_schema(T.DEAD_LETTERS, dim)),
-        contents=staging.read_table(T.CONTENTS, staged_schema(T.CONTENTS, dim)),
+        documents=staging.read_table(T.DOCUMENTS, T.schema_for(T.DOCUMENTS, dim)),
+        dead_letters=staging.read_table(T.DEAD_LETTERS, T.schema_for(T.DEAD_LETTERS, dim)),
+        contents=staging.read_table(T.CONTENTS, T.schema_for(T.CONTENTS, dim)),
         nodes=staging.read_table(NODES, staged_node_schema(dim)),
         new_vectors=staging.read_table(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim)),
         embeddings_computed=counter("embeddings_computed"),
         embeddings_from_cache=counter("embeddings_from_cache"),
         llm_calls=counter("llm_calls"), llm_fallbacks=counter("llm_fallbacks"),
-        secret_findings=staging.read_table(T.SECRET_FINDINGS, staged_schema(T.SECRET_FINDINGS, dim)),
+        secret_findings=staging.read_table(T.SECRET_FINDINGS, T.schema_for(T.SECRET_FINDINGS, dim)),
     )
 
 

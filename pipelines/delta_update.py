@@ -1,35 +1,41 @@
-"""Document-level incremental update: the arriving documents through Beam, the rest from the index.
+"""Row-level incremental update: only the rows a change touches are read and rewritten.
 
-Steps (each row kind recomputed as the full build computes it, see vdgr_core/indexing/domain_delta):
+1. The arriving documents (added, changed, moved in) are parsed, chunked, annotated and embedded
+   by the build's functions: in this process for a small change, by the Beam pipeline
+   (``changed_documents_pipeline``) for a large one.
+2. The rows of the leaving documents (changed, deleted, moved away) are read by a filter on their
+   paths; from them and the arriving rows, ``vdgr_core/indexing/row_delta.py`` derives what
+   changes: their content, document, dead-letter and edge rows; the co-occurrence weights of the
+   entity pairs they hold; the statistics and vectors of the entities they mention (stored in
+   ``entity_stats``: subtract, add); the directory nodes they produce or shared, and the
+   summaries of those nodes, of the sections whose chunks changed, and of their ancestors.
+   Entity importance depends on a domain's chunk count, so when that count changes every
+   entity row of the domain gets its new importance (computed from the row itself).
+3. Each table gets one delete (by key) and one append in LanceDB; every other row stays where it
+   is. Readers pinned to the previous manifest keep their versions.
+4. The BM25 sub-shards holding leaving or arriving documents are copied with those chunks
+   deleted and added; the CSR graph files of the changed domains are written again.
+5. The per-domain digests in the manifest are updated by subtracting the hashes of the rows
+   deleted and adding those of the rows written; the manifest is written last.
 
-1. the arriving documents (added, changed, moved in) run through ``changed_documents_pipeline``:
-   parse, chunk, annotate, embed (cached), staged;
-2. the driver drops the rows of the leaving documents (changed, deleted, moved away), adds the
-   staged ones, and recomputes for the changed domains only: entities and existence edges from the
-   stored ``terms``, co-occurrence weights by subtracting and adding sentence counts, the directory
-   nodes the change touches, their summaries and their ancestors' (embedded through the cache),
-   containment edges, entity vectors;
-3. each changed domain's BM25 shard is a copy of the old one with the leaving chunks deleted and
-   the arriving ones added, published under a new folder;
-4. ``commit_index`` writes the tables and then the manifest, as a full build does.
+The result equals a full rebuild of the new corpus (tests/pipelines/test_update_property.py).
 """
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
+from lancedb.expr import col
 
-from pipelines.build import staged_schema
-from pipelines.commit import KeepFromIndex, domain_infos
+from pipelines.commit import descriptions
 from pipelines.delta_build import ArrivingRows, process_in_driver
-from pipelines.run_build import BuildReport, _counter, config_summary, model_identity, staged_pipeline_run
+from pipelines.run_build import BuildReport, _counter, model_identity, staged_pipeline_run
 from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -38,18 +44,25 @@ from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.indexing import domain_delta as delta
+from vdgr_core.indexing import row_delta
 from vdgr_core.indexing.document import process_document, read_bytes_limited
 from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embed_with_cache
-from vdgr_core.indexing.entity_vectors import with_entity_vectors
-from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row
-from vdgr_core.indexing.tree_summary import llm_directory_summarizer, summarize_tree
+from vdgr_core.indexing.entity_merge import EntityStats, entity_row, stats_from_row, stats_row
+from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row, edge_row
+from vdgr_core.indexing.tree_summary import llm_directory_summarizer
+from vdgr_core.entities import entity_importance
+from vdgr_core.ids import edge_id, entity_id
+from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import failpoint
+from vdgr_core.store.graph_csr import GraphBuilder
+from vdgr_core.store.lance_store import TableWrite, connect
+from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
-from vdgr_core.store.tantivy_shard import update_shard
-from vdgr_core.store.writer import commit_index
+from vdgr_core.store.tantivy_shard import ShardInfo, build_shard, subshard_count, subshard_of, update_shard
+from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
 
 _log = logging.getLogger("vdgr.update")
-
+_IN_CHUNK = 4000         # values per IN (...) filter
 _NO_VECTOR = ["chunk_id", "doc_id", "text", "source", "title", "path", "parent_id", "domain", "collection",
               "version", "acl", "position", "page", "n_tokens", "summary", "entities", "terms"]
 
@@ -60,7 +73,7 @@ class _Change:
 
     leaving: frozenset[str]          # rows of these paths are dropped (changed, deleted, moved away)
     arriving: tuple[str, ...]        # these paths are processed again (added, changed, moved in)
-    domains: tuple[str, ...]         # the domains whose graph rows are recomputed
+    domains: tuple[str, ...]         # the domains the change touches
 
     @classmethod
     def of(cls, plan: UpdatePlan) -> "_Change":
@@ -69,13 +82,70 @@ class _Change:
                    tuple(plan.affected_domains))
 
 
-def _isin(column: pa.ChunkedArray, values) -> pa.ChunkedArray:
-    return pc.is_in(column, value_set=pa.array(sorted(values), pa.string()))
+@dataclass
+class TableChange:
+    """One table's part of the update: rows deleted (by ``key`` in ``keys``) and rows added."""
+
+    key: str
+    keys: list[str]
+    deleted: pa.Table
+    added: pa.Table
+
+
+@dataclass
+class UpdateWrites:
+    """Rows each table lost and gained (what the tests count against a full rewrite)."""
+
+    deleted: dict[str, int] = field(default_factory=dict)
+    added: dict[str, int] = field(default_factory=dict)
+
+
+class _Stored:
+    """Reads of the committed (pinned) tables by typed filters, in bounded IN-lists."""
+
+    def __init__(self, reader: IndexReader):
+        self._reader = reader
+
+    def where_in(self, name: str, column: str, values: Iterable[str], columns: Optional[Sequence[str]] = None,
+                 also=None) -> pa.Table:
+        values = sorted(set(values))
+        table = self._reader.table(name)
+        schema = table.schema if columns is None else pa.schema([table.schema.field(c) for c in columns])
+        parts = []
+        for start in range(0, len(values), _IN_CHUNK):
+            expr = col(column).isin(values[start:start + _IN_CHUNK])
+            if also is not None:
+                expr = expr & also
+            q = table.search().where(expr)
+            if columns is not None:
+                q = q.select(list(columns))
+            parts.append(q.to_arrow().select(schema.names))
+        return pa.concat_tables(parts).cast(schema) if parts else schema.empty_table()
+
+    def where_array_has_any(self, name: str, column: str, values: Iterable[str], columns: Sequence[str]) -> pa.Table:
+        """Rows whose list column ``column`` holds any of ``values`` (corpus paths, quoted)."""
+        values = sorted(set(values))
+        table = self._reader.table(name)
+        schema = pa.schema([table.schema.field(c) for c in columns])
+        parts = []
+        for start in range(0, len(values), _IN_CHUNK):
+            quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values[start:start + _IN_CHUNK])
+            parts.append(table.search().where(f"array_has_any({column}, [{quoted}])").select(list(columns))
+                         .to_arrow().select(schema.names))
+        return pa.concat_tables(parts).cast(schema) if parts else schema.empty_table()
+
+
+def _empty(name: str, dim: int) -> pa.Table:
+    return T.schema_for(name, dim).empty_table()
+
+
+def _rows(name: str, rows: list[dict], dim: int) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=T.schema_for(name, dim))
 
 
 def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdatePlan, scan: CorpusScan,
                          beam_args: Sequence[str], say: Callable[[str], None], t0: float) -> BuildReport:
-    """Apply ``plan`` to the committed index document by document and commit a new manifest."""
+    """Apply ``plan`` to the committed index row by row and commit a new manifest."""
     model_id, dim = model_identity(config)
     change = _Change.of(plan)
     tasks_by_path = {t.rel_path: t for t in scan.tasks}
@@ -94,31 +164,26 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
         arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
     stage["documents_s"] = time.perf_counter() - t1
     failpoint("commit.staged")
-    say(f"recomputing the graph of {len(change.domains)} domains from stored rows")
+    say(f"reading the rows the change touches in {len(change.domains)} domains")
     t2 = time.perf_counter()
-    merged = _DomainMerge(config, reader, change, scan, arriving, model_id, dim)
-    shards = merged.shards()      # needs no vectors: done while the model may still be loading
-    failpoint("commit.shards_published")
-    tables = merged.tables()
+    update = _RowUpdate(config, reader, change, scan, arriving, model_id, dim)
+    changes = update.table_changes()
     stage["merge_s"] = time.perf_counter() - t2
-    say("committing tables and manifest")
+    say("writing changed rows, shards, graphs and manifest")
     t3 = time.perf_counter()
-    append_to_cache(config.index, pa.concat_tables([arriving.new_vectors, merged.new_vectors]), dim)
-    manifest, writes = commit_index(
-        config.index, tables, shards, embedding_model=model_id, dim=dim,
-        domains=domain_infos(scan, tables[T.DOCUMENTS], tables[T.CONTENTS]),
-        config=config_summary(config), parent_build_id=reader.manifest.build_id)
+    manifest, writes = update.commit(changes)
     stage["commit_s"] = time.perf_counter() - t3
     known = arriving.embeddings_computed >= 0
     return BuildReport(
-        manifest=manifest, rows={n: w.rows for n, w in writes.items()},
-        dead_letters=writes[T.DEAD_LETTERS].rows, documents_seen=n_arriving,
-        embeddings_computed=arriving.embeddings_computed + merged.embeddings_computed if known else -1,
-        embeddings_from_cache=arriving.embeddings_from_cache + merged.embeddings_from_cache if known else -1,
+        manifest=manifest, rows=dict(manifest.counts), dead_letters=manifest.counts[T.DEAD_LETTERS],
+        documents_seen=n_arriving,
+        embeddings_computed=arriving.embeddings_computed + update.embeddings_computed if known else -1,
+        embeddings_from_cache=arriving.embeddings_from_cache + update.embeddings_from_cache if known else -1,
         wall_s=time.perf_counter() - t0, stage_s=stage,
-        llm_calls=arriving.llm_calls + merged.llm_calls,
-        llm_fallbacks=arriving.llm_fallbacks + merged.llm_fallbacks,
-        secret_findings=writes[T.SECRET_FINDINGS].rows,
+        llm_calls=arriving.llm_calls + update.llm_calls,
+        llm_fallbacks=arriving.llm_fallbacks + update.llm_fallbacks,
+        secret_findings=manifest.counts.get(T.SECRET_FINDINGS, 0),
+        update_writes=writes,
     )
 
 
@@ -135,110 +200,210 @@ def _run_pipeline(config: BuildConfig, sub: CorpusScan, dead_from_scan, beam_arg
         return read_staged(staging, dim, lambda name: _counter(result, name))
 
 
-class _DomainMerge:
-    """The driver's half of an update: old rows + arriving rows -> the tables of the new index."""
+class _RowUpdate:
+    """The driver's half of an update: the rows that change, then their commit."""
 
     def __init__(self, config: BuildConfig, reader: IndexReader, change: _Change, scan: CorpusScan,
                  arriving: ArrivingRows, model_id: str, dim: int):
         self._config, self._reader, self._change, self._scan = config, reader, change, scan
         self._arriving = arriving
         self._model_id, self._dim = model_id, dim
+        self._stored = _Stored(reader)
         self.llm_calls = self.llm_fallbacks = 0
         self.embeddings_computed = self.embeddings_from_cache = 0
-        self.new_vectors = pa.Table.from_pylist([], schema=T.embedding_cache_schema(dim))
-        with ThreadPoolExecutor(max_workers=len(T.TABLES)) as pool:   # LanceDB reads release the GIL
-            self._old = {name: T.conform(table, T.schema_for(name, dim))   # an older index: new columns null
-                         for name, table in zip(T.TABLES, pool.map(reader.arrow, T.TABLES))}
-        old = self._old[T.CONTENTS]
-        kept = old.filter(pc.invert(_isin(old.column("source"), change.leaving)))
-        self._kept_domain_contents = kept.filter(_isin(kept.column("domain"), change.domains))
-        self._kept_contents = kept
-        self._leaving_rows = old.filter(_isin(old.column("source"), change.leaving)).select(_NO_VECTOR).to_pylist()
+        self.new_vectors = T.embedding_cache_schema(dim).empty_table()
+        self._leaving = self._stored.where_in(T.CONTENTS, "source", change.leaving)
+        self._leaving_rows = self._leaving.select(_NO_VECTOR + ["vector"]).to_pylist()
         self._arriving_rows = arriving.contents.select(_NO_VECTOR).to_pylist()
-        self._domain_rows = self._kept_domain_contents.select(_NO_VECTOR).to_pylist() + self._arriving_rows
+        self._arriving_contents: Optional[pa.Table] = None
+        m = reader.manifest
+        self._n_chunks = {d.name: d.n_chunks for d in m.domains}
+        delta_chunks = Counter(r["domain"] for r in self._arriving_rows)
+        delta_chunks.subtract(Counter(r["domain"] for r in self._leaving_rows))
+        self._n_chunks_after = {d: self._n_chunks.get(d, 0) + delta_chunks.get(d, 0)
+                                for d in set(self._n_chunks) | set(delta_chunks)}
 
-    def _replace_rows(self, name: str, path_column: str, arriving: pa.Table) -> pa.Table:
-        old = self._old[name]
-        schema = T.schema_for(name, self._dim)
-        kept = old.filter(pc.invert(_isin(old.column(path_column), self._change.leaving)))
-        return pa.concat_tables([kept.cast(schema), arriving.cast(schema)])
-
-    def _kept(self, name: str) -> pa.Table:
-        old = self._old[name]
-        return old.filter(pc.invert(_isin(old.column("domain"), self._change.domains)))
-
-    def tables(self) -> dict[str, pa.Table]:
-        entities, existence = delta.entities_and_existence(self._domain_rows)
-        old_edges = self._old[T.EDGES]
-        old_cooc = old_edges.filter(pc.and_(_isin(old_edges.column("domain"), self._change.domains),
-                                            pc.equal(old_edges.column("kind"), T.COOCCURS)))
-        cooc = delta.cooccurrence_after(old_cooc.to_pylist(), self._leaving_rows, self._arriving_rows)
-        nodes, redo, kept_directories = self._directories()
-        new_edges = pa.Table.from_pylist(
-            existence + cooc + delta.containment_edges(nodes, self._domain_rows), schema=T.edges_schema())
-        # every text still to embed, in one batch: the arriving chunks (unless the pipeline did)
-        # and the directory summaries made again
-        arriving_contents, directory_vectors = self._embed(redo)
-        schema = T.schema_for(T.DIRECTORIES, self._dim)
-        directories = pa.concat_tables([kept_directories.cast(schema), pa.Table.from_pylist(
-            [directory_row(n, v) for n, v in zip(redo, directory_vectors)], schema=schema)])
-        contents_schema = T.schema_for(T.CONTENTS, self._dim)
-        domain_contents = pa.concat_tables([self._kept_domain_contents.cast(contents_schema), arriving_contents])
-        entity_table = with_entity_vectors(
-            pa.Table.from_pylist(entities, schema=staged_schema(T.ENTITIES, self._dim)),
-            new_edges, domain_contents, self._dim)
-        return {
-            T.DOCUMENTS: self._replace_rows(T.DOCUMENTS, "path", self._arriving.documents),
-            T.DEAD_LETTERS: self._replace_rows(T.DEAD_LETTERS, "path", self._arriving.dead_letters),
-            T.SECRET_FINDINGS: self._replace_rows(T.SECRET_FINDINGS, "path", self._arriving.secret_findings),
-            T.CONTENTS: pa.concat_tables([self._kept_contents.cast(contents_schema), arriving_contents]),
+    # ------------------------------------------------------------------ the rows that change
+    def table_changes(self) -> dict[str, TableChange]:
+        directories, dir_edges_gone, dir_edges_new = self._directories()
+        self.embed()            # arriving chunks and directory summaries: one batch
+        directories.added = self._directory_rows
+        contents = self._contents()
+        out = {
+            T.CONTENTS: TableChange("source", sorted(self._change.leaving), self._leaving, contents),
+            T.DOCUMENTS: self._by_path(T.DOCUMENTS, self._arriving.documents),
+            T.DEAD_LETTERS: self._by_path(T.DEAD_LETTERS, self._arriving.dead_letters),
+            T.SECRET_FINDINGS: self._by_path(T.SECRET_FINDINGS, self._arriving.secret_findings),
             T.DIRECTORIES: directories,
-            T.ENTITIES: pa.concat_tables([self._kept(T.ENTITIES).cast(entity_table.schema), entity_table]),
-            T.EDGES: pa.concat_tables([self._kept(T.EDGES).cast(T.edges_schema()), new_edges]),
         }
+        out[T.ENTITIES], out[T.ENTITY_STATS] = self._entities(contents)
+        out[T.EDGES] = self._edges(dir_edges_gone, dir_edges_new)
+        return out
 
-    def _embed(self, redo_nodes) -> tuple[pa.Table, np.ndarray]:
-        """(arriving contents with vectors, vectors of ``redo_nodes``), embedded through the cache."""
-        items = []
-        if not self._arriving.embedded:
-            items = [content_embedding_text(r["path"], r["text"]) for r in self._arriving_rows]
-        n_contents = len(items)
-        items += [directory_embedding_text(n) for n in redo_nodes]
-        from transforms.embed import process_embedder
+    def _by_path(self, name: str, arriving: pa.Table) -> TableChange:
+        schema = T.schema_for(name, self._dim)
+        deleted = self._stored.where_in(name, "path", self._change.leaving)
+        return TableChange("path", sorted(self._change.leaving), deleted, arriving.select(schema.names).cast(schema))
 
-        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
-                                 EmbeddingCache(self._config.index),
-                                 [(embedding_key(self._model_id, t), t) for t in items])
-        self.embeddings_computed = sum(batch.computed)
-        self.embeddings_from_cache = len(items) - self.embeddings_computed
-        self.new_vectors = pa.Table.from_pylist(
-            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
-            schema=T.embedding_cache_schema(self._dim))
-        contents = self._arriving.contents
-        if not self._arriving.embedded:
-            flat = pa.array(batch.vectors[:n_contents].reshape(-1), pa.float32())
-            contents = contents.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, self._dim))
+    def _contents(self) -> pa.Table:
+        contents = self._arriving_contents
         schema = T.schema_for(T.CONTENTS, self._dim)
-        return contents.select(schema.names).cast(schema), batch.vectors[n_contents:]
+        return contents.select(schema.names).cast(schema)
 
+    def _edges(self, dir_gone: list[str], dir_new: list[dict]) -> TableChange:
+        leaving_pairs = row_delta.pair_weights(self._leaving_rows)
+        arriving_pairs = row_delta.pair_weights(self._arriving_rows)
+        pair_ids = {row_delta.pair_edge_id(k) for k in set(leaving_pairs) | set(arriving_pairs)}
+        gone_ids = ({e["edge_id"] for e in row_delta.content_edges(self._leaving_rows)} | pair_ids | set(dir_gone))
+        deleted = self._stored.where_in(T.EDGES, "edge_id", gone_ids)
+        old_weights = {(r["domain"], r["src"], r["dst"]): r["weight"]
+                       for r in deleted.to_pylist() if r["kind"] == T.COOCCURS}
+        added = (row_delta.content_edges(self._arriving_rows)
+                 + row_delta.pair_edges_after(old_weights, leaving_pairs, arriving_pairs) + dir_new)
+        return TableChange("edge_id", sorted(gone_ids), deleted, _rows(T.EDGES, added, self._dim))
+
+    # ------------------------------------------------------------------ entities
+    def _entities(self, arriving_contents: pa.Table) -> tuple[TableChange, TableChange]:
+        arriving_rows = arriving_contents.select(_NO_VECTOR + ["vector"]).to_pylist()
+        minus = row_delta.entity_partials(self._leaving_rows)
+        plus = row_delta.entity_partials(arriving_rows)
+        affected = {entity_id(d, n): (d, n) for d, n in set(minus) | set(plus)}
+        old_stats = self._stored.where_in(T.ENTITY_STATS, "entity_id", affected)
+        stats: dict[str, EntityStats] = {r["entity_id"]: stats_from_row(r) for r in old_stats.to_pylist()}
+        for key, s in minus.items():
+            stats.setdefault(entity_id(*key), EntityStats()).subtract(s)
+        for key, s in plus.items():
+            stats.setdefault(entity_id(*key), EntityStats()).merge(s)
+        stale = [i for i, s in stats.items() if s.best_score_stale and not s.empty]
+        if stale:
+            self._recompute_best_scores(stale, affected, stats, arriving_rows)
+        recount = sorted(d for d in self._change.domains
+                         if self._n_chunks_after.get(d, 0) != self._n_chunks.get(d, 0))
+        old_entities = self._stored.where_in(T.ENTITIES, "entity_id", affected)
+        if recount:
+            others = self._stored.where_in(T.ENTITIES, "domain", recount)
+            others = others.filter(pc.invert(pc.is_in(others.column("entity_id"),
+                                                      value_set=pa.array(sorted(affected), pa.string()))))
+            old_entities = pa.concat_tables([old_entities, others])
+        new_entities, new_stats = [], []
+        for eid, (domain, norm) in sorted(affected.items()):
+            s = stats[eid]
+            if s.empty:
+                continue
+            new_entities.append(entity_row(domain, norm, s, self._n_chunks_after.get(domain, 0) or 1, self._dim))
+            new_stats.append(stats_row(domain, norm, s, self._dim))
+        for row in old_entities.to_pylist():
+            if row["entity_id"] in affected:
+                continue
+            n = self._n_chunks_after.get(row["domain"], 0) or 1
+            if row["kind"] != "llm":
+                row["importance"] = float(entity_importance(row["kind"], row["frequency"], row["chunk_frequency"], n))
+            new_entities.append(row)
+        ent_keys = sorted(set(affected) | set(old_entities.column("entity_id").to_pylist()))
+        return (TableChange("entity_id", ent_keys, old_entities, _rows(T.ENTITIES, new_entities, self._dim)),
+                TableChange("entity_id", sorted(affected), old_stats, _rows(T.ENTITY_STATS, new_stats, self._dim)))
+
+    def _recompute_best_scores(self, ids: list[str], affected, stats, arriving_rows) -> None:
+        """Best LLM score of entities whose best mention left: from their remaining mentions."""
+        edges = self._stored.where_in(T.EDGES, "dst", ids, columns=["src", "dst", "kind"],
+                                      also=col("kind").eq(T.HAS_ENTITY))
+        leaving = {r["chunk_id"] for r in self._leaving_rows}
+        chunk_ids = sorted(set(edges.column("src").to_pylist()) - leaving)
+        rows = self._stored.where_in(T.CONTENTS, "chunk_id", chunk_ids, columns=["chunk_id", "domain", "terms"])
+        best: dict[str, float] = defaultdict(float)
+        for r in rows.to_pylist() + arriving_rows:
+            for t in r["terms"] or ():
+                eid = entity_id(r["domain"], t["norm"])
+                if eid in stats and t["kind"] == "llm":
+                    best[eid] = max(best[eid], t["score"])
+        for eid in ids:
+            stats[eid].best_score = best.get(eid, 0.0)
+            stats[eid].best_score_stale = False
+
+    # ------------------------------------------------------------------ directories
     def _directories(self):
-        """(all nodes of the changed domains, nodes summarized again, stored rows kept as they are)."""
-        old = self._old[T.DIRECTORIES]
-        old_domain = old.filter(_isin(old.column("domain"), self._change.domains))
-        old_nodes = [delta.node_from_row(r) for r in old_domain.drop_columns(["vector"]).to_pylist()]
-        folders = [n for t in self._scan.tasks if t.domain in self._change.domains for n in folder_nodes(t)]
-        arriving = [delta.node_from_row(dict(r, summary="")) for r in self._arriving.nodes.to_pylist()]
-        merge = delta.merge_nodes_after(old_nodes, self._change.leaving, arriving, folders, self._parse_sources)
-        seeds = (set(merge.touched) - merge.removed) | merge.old_parents
+        """(TableChange of directories, containment edge ids gone, containment edges new)."""
+        domains = self._change.domains
+        node_cols = [c for c in T.schema_for(T.DIRECTORIES, self._dim).names if c != "vector"]
+        of_leaving = self._stored.where_array_has_any(T.DIRECTORIES, "sources", self._change.leaving, node_cols)
+        arriving_nodes = [delta.node_from_row(dict(r, summary="")) for r in self._arriving.nodes.to_pylist()]
+        by_arriving = self._stored.where_in(T.DIRECTORIES, "node_id", {n.node_id for n in arriving_nodes},
+                                            node_cols)
+        folders_old = self._stored.where_in(T.DIRECTORIES, "domain", domains, node_cols,
+                                            also=col("kind").isin(["folder", "domain"]))
+        old_nodes = {r["node_id"]: delta.node_from_row(r)
+                     for r in pa.concat_tables([of_leaving, by_arriving, folders_old]).to_pylist()}
+        one_per_folder = {t.rel_path.rsplit("/", 1)[0]: t for t in self._scan.tasks if t.domain in domains}
+        folders = [n for t in one_per_folder.values() for n in folder_nodes(t)]
+        merge = delta.merge_nodes_after(list(old_nodes.values()), self._change.leaving, arriving_nodes, folders,
+                                        self._parse_sources)
+        merged = {n.node_id: n for n in merge.nodes if n.node_id in merge.touched}
+        seeds = (set(merge.touched) - merge.removed) | set(merge.old_parents)
         seeds |= {r["parent_id"] for r in self._leaving_rows + self._arriving_rows}
-        only = delta.nodes_to_summarize(merge.nodes, seeds)
-        summarized = summarize_tree(merge.nodes, delta.chunk_summaries(self._domain_rows), self._summarizer(),
-                                    max_chars=self._config.summary_max_chars + 200, only=only)
-        redo = [n for n in summarized if n.node_id in only]
-        unchanged = {n.node_id for n in summarized} - only
-        kept = pa.concat_tables([self._kept(T.DIRECTORIES),
-                                 old_domain.filter(_isin(old_domain.column("node_id"), unchanged))])
-        return summarized, redo, kept
+        nodes, only = self._with_ancestors(seeds, merged, old_nodes, merge.removed)
+        # every child of a node summarized again, with its current summary
+        kids = self._stored.where_in(T.DIRECTORIES, "parent_id", only,
+                                     ["node_id", "parent_id", "title", "summary", "acl", "level", "full_path",
+                                      "domain", "collection", "version", "kind", "source", "sources"])
+        children: dict[str, set[str]] = defaultdict(set)
+        for r in kids.to_pylist():
+            if r["node_id"] in merge.removed:
+                continue
+            nodes.setdefault(r["node_id"], delta.node_from_row(r))
+            children[r["parent_id"]].add(r["node_id"])
+        for n in merged.values():                       # new or re-merged nodes under their parent
+            children[n.parent_id].add(n.node_id)
+        for i, n in list(nodes.items()):
+            if i in merged:
+                nodes[i] = merged[i]
+        for parent, ids in children.items():            # a re-merged node may have moved
+            children[parent] = {i for i in ids if i in nodes and nodes[i].parent_id == parent}
+        own = self._own_chunks(only)
+        done = row_delta.resummarize(sorted(only), nodes, {p: sorted(c) for p, c in children.items()}, own,
+                                     self._summarizer(), max_chars=self._config.summary_max_chars + 200)
+        rewritten = sorted(done.values(), key=lambda n: n.node_id)
+        self._redo_nodes = rewritten
+        gone_keys = sorted(set(merge.touched) | set(only))
+        deleted = self._stored.where_in(T.DIRECTORIES, "node_id", gone_keys)
+        # containment edges of every node merged again: the old edge goes, the new one comes
+        edges_gone = [edge_id(T.CONTAINS, old_nodes[i].parent_id, i) for i in merge.touched
+                      if i in old_nodes and old_nodes[i].parent_id]
+        edges_new = [edge_row(T.CONTAINS, n.parent_id, n.node_id, n.domain, 1.0) for n in merged.values()
+                     if n.parent_id]
+        return TableChange("node_id", gone_keys, deleted, None), edges_gone, edges_new
+
+    def _with_ancestors(self, seeds, merged, old_nodes, removed):
+        """(nodes by id, ids to summarize again): the seeds that exist and all their ancestors."""
+        nodes = {i: n for i, n in old_nodes.items() if i not in removed}
+        nodes.update(merged)
+        only: set[str] = set()
+        frontier = {s for s in seeds if s and s not in removed}
+        while frontier:
+            missing = sorted(i for i in frontier if i not in nodes)
+            if missing:
+                for r in self._stored.where_in(T.DIRECTORIES, "node_id", missing, [
+                        c for c in T.schema_for(T.DIRECTORIES, self._dim).names if c != "vector"]).to_pylist():
+                    nodes[r["node_id"]] = delta.node_from_row(r)
+            nxt = set()
+            for i in frontier:
+                if i in nodes and i not in only:
+                    only.add(i)
+                    if nodes[i].parent_id:
+                        nxt.add(nodes[i].parent_id)
+            frontier = nxt - only
+        return nodes, only
+
+    def _own_chunks(self, only: set[str]) -> dict[str, list[tuple[int, str, tuple[str, ...]]]]:
+        stored = self._stored.where_in(T.CONTENTS, "parent_id", only,
+                                       ["parent_id", "position", "summary", "acl", "source"])
+        own: dict[str, list] = defaultdict(list)
+        for r in stored.to_pylist():
+            if r["source"] not in self._change.leaving:
+                own[r["parent_id"]].append((r["position"], r["summary"], tuple(r["acl"] or ())))
+        for r in self._arriving_rows:
+            if r["parent_id"] in only:
+                own[r["parent_id"]].append((r["position"], r["summary"], tuple(r["acl"] or ())))
+        return own
 
     def _parse_sources(self, paths: Sequence[str]) -> dict:
         """Directory nodes of unchanged documents that share a node with a changed one."""
@@ -276,21 +441,155 @@ class _DomainMerge:
 
         return counted
 
-    def shards(self):
-        old_shards = KeepFromIndex(self._reader, self._change.domains).kept_shards()
-        by_domain: dict[str, list[dict]] = {}
-        for r in self._domain_rows:
-            by_domain.setdefault(r["domain"], []).append(r)
-        leaving = {}
-        for r in self._leaving_rows:
-            leaving.setdefault(r["domain"], set()).add(r["chunk_id"])
-        arriving = {}
-        for r in self._arriving_rows:
-            arriving.setdefault(r["domain"], []).append(r)
-        base = self._reader.manifest.tantivy_shards
-        new = [update_shard(self._config.index, d, base.get(d), by_domain[d], leaving.get(d, ()),
-                            arriving.get(d, ())) for d in self._change.domains if by_domain.get(d)]
-        return sorted(old_shards + new, key=lambda s: s.domain)
+    # ------------------------------------------------------------------ embedding
+    def embed(self) -> None:
+        """Every new text in one batch through the cache: the arriving chunks (unless the
+        pipeline embedded them) and the directory nodes summarized again."""
+        items = []
+        if "vector" not in self._arriving.contents.schema.names:
+            items = [content_embedding_text(r["path"], r["text"]) for r in self._arriving_rows]
+        n_contents = len(items)
+        items += [directory_embedding_text(n) for n in self._redo_nodes]
+        from transforms.embed import process_embedder
+
+        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
+                                 EmbeddingCache(self._config.index),
+                                 [(embedding_key(self._model_id, t), t) for t in items])
+        self.embeddings_computed = sum(batch.computed)
+        self.embeddings_from_cache = len(items) - self.embeddings_computed
+        self.new_vectors = pa.Table.from_pylist(
+            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
+            schema=T.embedding_cache_schema(self._dim))
+        contents = self._arriving.contents
+        if n_contents or "vector" not in contents.schema.names:
+            flat = pa.array(batch.vectors[:n_contents].reshape(-1), pa.float32())
+            contents = contents.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, self._dim))
+        self._arriving_contents = contents
+        self._directory_rows = _rows(T.DIRECTORIES, [directory_row(n, v) for n, v in
+                                                     zip(self._redo_nodes, batch.vectors[n_contents:])], self._dim)
+
+    # ------------------------------------------------------------------ commit
+    def commit(self, changes: dict[str, TableChange]) -> tuple[Manifest, UpdateWrites]:
+        m = self._reader.manifest
+        db = connect(self._config.index)
+        plan = CommitPlan()
+        writes = UpdateWrites()
+        for name in T.TABLES:
+            c = changes[name]
+            plan.writes[name], writes.deleted[name], writes.added[name] = _apply(
+                db, name, m.table_versions[name], c.key, c.keys, c.added)
+            old = {d: dg.from_hex(t[name]) for d, t in m.domain_digests.items() if name in t}
+            plan.digests[name] = dg.add(dg.add(old, dg.domain_digests(c.deleted), -1), dg.domain_digests(c.added))
+        plan.subshards = self._subshards()
+        plan.shards = self._shards(plan.subshards)
+        failpoint("commit.shards_published")
+        plan.graphs = self._graphs(db)
+        build_indexes(db, plan, self._config.store, self._dim, m.vector_indexes)
+        append_to_cache(self._config.index, pa.concat_tables([self._arriving.new_vectors, self.new_vectors]),
+                        self._dim)
+        manifest = write_plan_manifest(self._config.index, plan, embedding_model=self._model_id, dim=self._dim,
+                                       domains=self._domain_infos(db), config=self._config.settings(),
+                                       parent_build_id=m.build_id)
+        return manifest, writes
+
+    def _subshards(self) -> dict[str, int]:
+        docs = Counter(t.domain for t in self._scan.tasks)
+        return {d: subshard_count(n, self._config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
+
+    def _shards(self, subshards: dict[str, int]) -> list[ShardInfo]:
+        m = self._reader.manifest
+        out = [s for d, shards in m.tantivy_shards.items() if d not in self._change.domains for s in shards]
+        fields = ["chunk_id", "text", "title", "version", "acl", "source"]
+        for d in self._change.domains:
+            n = subshards.get(d, 1)
+            if d not in subshards:
+                continue
+            old = {s.sub: s for s in m.tantivy_shards.get(d, ())}
+            if m.subshards.get(d, 1) != n or any(not s.digest for s in old.values()):
+                rows = self._stored_domain_rows(d, fields)       # new sub-shard layout: rebuild
+                by_sub = defaultdict(list)
+                for r in rows:
+                    by_sub[subshard_of(r["source"], n)].append(r)
+                out += [build_shard(self._config.index, d, rs, sub) for sub, rs in sorted(by_sub.items())]
+                continue
+            leaving = defaultdict(list)
+            for r in self._leaving_rows:
+                if r["domain"] == d:
+                    leaving[subshard_of(r["source"], n)].append(r)
+            arriving = defaultdict(list)
+            for r in self._arriving_rows:
+                if r["domain"] == d:
+                    arriving[subshard_of(r["source"], n)].append(r)
+            for sub in sorted(set(old) | set(leaving) | set(arriving)):
+                if sub not in leaving and sub not in arriving:
+                    out.append(old[sub])
+                elif sub in old:
+                    info = update_shard(self._config.index, old[sub], leaving.get(sub, []), arriving.get(sub, []))
+                    if info is not None:
+                        out.append(info)
+                elif arriving.get(sub):
+                    out.append(build_shard(self._config.index, d, arriving[sub], sub))
+        return out
+
+    def _stored_domain_rows(self, domain: str, fields: list[str]) -> list[dict]:
+        rows = self._stored.where_in(T.CONTENTS, "domain", [domain], fields).to_pylist()
+        return [r for r in rows if r["source"] not in self._change.leaving] + [
+            r for r in self._arriving_rows if r["domain"] == domain]
+
+    def _graphs(self, db) -> dict[str, str]:
+        m = self._reader.manifest
+        out = {d: f for d, f in m.graphs.items() if d not in self._change.domains}
+        if not self._config.store.graph_adjacency:
+            return out
+        builder = GraphBuilder(self._change.domains)
+        latest = {name: db.open_table(name) for name in (T.CONTENTS, T.ENTITIES, T.EDGES)}
+        where = col("domain").isin(list(self._change.domains))
+        for b in latest[T.CONTENTS].search().where(where).select(["chunk_id", "domain"]).to_batches():
+            builder.add_contents(b)
+        for b in latest[T.ENTITIES].search().where(where).select(["entity_id", "domain"]).to_batches():
+            builder.add_entities(b)
+        edge_where = where & col("kind").isin([T.HAS_ENTITY, T.COOCCURS])
+        for b in (latest[T.EDGES].search().where(edge_where)
+                  .select(["kind", "src", "dst", "domain", "weight"]).to_batches()):
+            builder.add_edges(b)
+        out.update(builder.write(self._config.index))
+        return out
+
+    def _domain_infos(self, db) -> list[DomainInfo]:
+        m = self._reader.manifest
+        changed = set(self._change.domains)
+        keep = [d for d in m.domains if d.name not in changed]
+        docs = (db.open_table(T.DOCUMENTS).search().where(col("domain").isin(sorted(changed)))
+                .select(["domain", "version", "collection", "status"]).to_arrow().to_pylist())
+        versions, collections, n_docs = defaultdict(set), defaultdict(set), Counter()
+        for r in docs:
+            if r["status"] != "indexed":
+                continue
+            n_docs[r["domain"]] += 1
+            if r["version"]:
+                versions[r["domain"]].add(r["version"])
+            if r["collection"]:
+                collections[r["domain"]].add(r["collection"])
+        desc = descriptions(self._scan)
+        present = ({t.domain for t in self._scan.tasks} | set(n_docs)) & changed
+        new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
+                          n_docs[d], self._n_chunks_after.get(d, 0)) for d in sorted(present)]
+        return keep + new
 
 
-__all__ = ["apply_document_delta"]
+def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Table) -> tuple[TableWrite, int, int]:
+    """Delete the rows whose ``key`` is in ``keys`` and append ``added``, starting from the
+    manifest's ``version`` (a newer version a crashed update left is rolled back first)."""
+    table = db.open_table(name)
+    if table.version != version:
+        table.checkout(version)
+        table.restore()
+    deleted = 0
+    for start in range(0, len(keys), _IN_CHUNK):
+        deleted += table.delete(col(key).isin(keys[start:start + _IN_CHUNK])).num_deleted_rows
+    if added.num_rows:
+        table.add(added)
+    return TableWrite(name, table.version, table.count_rows()), deleted, added.num_rows
+
+
+__all__ = ["apply_document_delta", "UpdateWrites"]

@@ -12,7 +12,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
-from pipelines.commit import KeepFromIndex, commit_build
+from pipelines.commit import commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas import tables as T
@@ -47,6 +47,8 @@ class BuildReport:
     llm_fallbacks: int = 0
     # rows of the secret_findings table: credentials masked in the indexed documents
     secret_findings: int = 0
+    # an update: rows each table lost and gained (pipelines.delta_update.UpdateWrites)
+    update_writes: Optional[object] = None
 
 
 def _counter(result, name: str) -> int:
@@ -86,7 +88,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
             f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
             f" {len(scan.rejected)} refused by the scan)")
-        return execute_build(config, scan, scan, beam_args, say, t0=t0)
+        return execute_build(config, scan, beam_args, say, t0=t0)
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:
@@ -128,15 +130,15 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
         staging.remove()
 
 
-def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
-                  beam_args: Sequence[str], say: Callable[[str], None], *,
-                  keep: Optional[KeepFromIndex] = None, t0: Optional[float] = None) -> BuildReport:
-    """Run the pipeline over ``scan`` and commit (with ``keep``'s rows for an update)."""
+def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str],
+                  say: Callable[[str], None], *, parent_build_id: Optional[str] = None,
+                  t0: Optional[float] = None) -> BuildReport:
+    """Run the pipeline over ``scan`` and commit (``parent_build_id``: the index it replaces)."""
     t0 = time.perf_counter() if t0 is None else t0
     if not is_remote(config.index):
         os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
-    skipped = [full_scan.dead_letter(p) for p in scan.skipped]
+    skipped = [scan.dead_letter(p) for p in scan.skipped]
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
@@ -145,19 +147,20 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
     def add_steps(p, staging):
         build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped)
 
-    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=keep is None) as (staging, result):
+    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (
+            staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
         failpoint("commit.staged")
         failpoint("commit.shards_published")     # the pipeline publishes the shards
-        say("committing tables and manifest")
+        say("committing tables, indexes and manifest")
         t2 = time.perf_counter()
-        manifest, writes = commit_build(config.index, staging, full_scan, model_id=model_id, dim=dim,
-                                        config=config_summary(config), keep=keep)
+        manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
+                                parent_build_id=parent_build_id)
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,
-        rows={n: w.rows for n, w in writes.items()},
-        dead_letters=writes["dead_letters"].rows,
+        rows=dict(manifest.counts),
+        dead_letters=manifest.counts[T.DEAD_LETTERS],
         documents_seen=len(scan.tasks) + len(skipped),
         embeddings_computed=_counter(result, "embeddings_computed"),
         embeddings_from_cache=_counter(result, "embeddings_from_cache"),
@@ -165,25 +168,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, full_scan: CorpusScan,
         stage_s=stage,
         llm_calls=_counter(result, "llm_calls"),
         llm_fallbacks=_counter(result, "llm_fallbacks"),
-        secret_findings=writes[T.SECRET_FINDINGS].rows,
+        secret_findings=manifest.counts.get(T.SECRET_FINDINGS, 0),
     )
 
 
-def content_rules() -> str:
-    """Identity of the credential-masking and injection-flag rules the rows were made with."""
-    from vdgr_core.safety.secrets import RULES_VERSION
-
-    return f"{RULES_VERSION}/injection-1"
-
-
-def config_summary(config: BuildConfig) -> dict:
-    """The build settings recorded in the manifest (no secrets); a change forces a rebuild."""
-    d = config.model_dump(mode="json", exclude={"corpus": True, "index": True, "lock_timeout_s": True,
-                                                "update_in_driver_max_documents": True,
-                                                "limits": {"max_folder_depth"}})
-    # the content rules every row depends on: a change rebuilds every domain on the next update
-    d["content_rules"] = content_rules()
-    if d.get("llm"):
-        d["llm"].pop("api_key", None)
-    d.get("embedding", {}).pop("api_key", None)
-    return d

@@ -4,7 +4,7 @@ Only the arriving documents are parsed, annotated and embedded; entity statistic
 weights, merged directory nodes, summaries of the touched nodes and their ancestors, and the BM25
 shards of the changed domains are recomputed from the stored rows (pipelines/delta_update.py).
 When the build settings changed, every affected domain is rebuilt by the full pipeline instead and
-the other domains are carried over. Either way the result equals a full rebuild
+when the index was written by an older version, the whole index is built again. Either way the result equals a full rebuild
 (tests/pipelines/test_update_property.py). Unchanged chunks cost no embedding (the embedding cache)
 and no LLM call (the LLM cache).
 """
@@ -15,14 +15,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from pipelines.commit import KeepFromIndex
 from pipelines.delta_update import apply_document_delta
-from pipelines.run_build import BuildReport, config_summary, execute_build, run_build
-from pipelines.update_plan import UpdatePlan, current_fingerprints, domain_of, plan_update
+from pipelines.run_build import BuildReport, execute_build, run_build
+from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
-from vdgr_core.corpus import CorpusScan, scan_corpus
+from vdgr_core.corpus import scan_corpus
+from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.reader import IndexReader
 
@@ -43,10 +43,18 @@ class UpdateReport:
 
 
 def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
-               progress: Optional[Callable[[str], None]] = None) -> UpdateReport:
+               progress: Optional[Callable[[str], None]] = None, *,
+               settings_change: bool = False) -> UpdateReport:
     """Bring the index at ``config.index`` up to date with ``config.corpus``.
 
     Falls back to a full build when there is no committed index yet.
+
+    Parameters
+    ----------
+    settings_change:
+        Allow build settings other than the recorded ones (every domain is rebuilt with them).
+        Without it, different settings raise :class:`SettingsChangeError`; use
+        ``BuildConfig.from_settings(manifest.config, ...)`` to update with the recorded ones.
 
     Raises
     ------
@@ -56,10 +64,11 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
     with IndexLock(config.index, "vdgr update", config.lock_timeout_s):
-        return _update_locked(config, beam_args, progress, say, t0)
+        return _update_locked(config, beam_args, progress, say, t0, settings_change)
 
 
-def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say, t0: float) -> UpdateReport:
+def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say, t0: float,
+                   settings_change: bool) -> UpdateReport:
     """The update, once this process holds the index lock (the manifest read is the latest)."""
     try:
         reader = IndexReader(config.index)
@@ -68,22 +77,22 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
         report = run_build(config, beam_args, progress)
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
+    config_changed = check_settings(reader.manifest.config, config, settings_change)
     scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
-    current = current_fingerprints(scan, config)
+    current = current_fingerprints(scan, config, FileStatsCache(config.index))
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
-                       current, config_changed=reader.manifest.config != config_summary(config))
+                       current, config_changed=config_changed)
     say(plan.summary())
     if plan.empty:
+        remember_file_stats(config.index, scan, current, plan)
         return UpdateReport(plan, None, time.perf_counter() - t0)
-    if not plan.config_changed and _stores_update_columns(reader):
+    if not plan.config_changed and reader.manifest.incremental and _stores_update_columns(reader):
         report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
-        return UpdateReport(plan, report, time.perf_counter() - t0)
-    # new settings (or an index written before the update columns existed): every affected
-    # domain is rebuilt by the full pipeline, the other domains are carried over
-    affected = set(plan.affected_domains)
-    sub = CorpusScan(tasks=tuple(t for t in scan.tasks if t.domain in affected),
-                     skipped=tuple(p for p in scan.skipped if domain_of(p) in affected))
-    report = execute_build(config, sub, scan, beam_args, say,
-                           keep=KeepFromIndex(reader, tuple(sorted(affected))), t0=t0)
+    else:
+        # new settings, or an index written by an older version (no per-domain digests): the
+        # whole index is built again by the pipeline
+        say("rebuilding every domain: " + ("the build settings (or content rules) changed" if plan.config_changed
+                                           else "the index was written by an older version"))
+        report = execute_build(config, scan, beam_args, say, parent_build_id=reader.manifest.build_id, t0=t0)
+    remember_file_stats(config.index, scan, current, plan)
     return UpdateReport(plan, report, time.perf_counter() - t0)
-

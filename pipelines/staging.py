@@ -1,31 +1,55 @@
-"""The staging area of one build run: Parquet files per table and the shard list.
+"""The staging area of one pipeline run: the task manifest, staged Parquet parts, their list.
 
-Staging lives under ``<index>/_staging/<run>``; the commit reads it back, writes the tables
-and the manifest, then deletes it. A crashed run leaves only staging behind, which readers
-never look at and the next run ignores.
+Staging lives under ``<index>/_staging/<run>``:
 
-Everything here goes through Beam's ``FileSystems``, like the Parquet sinks that write the
-staged files, so the staging area may be a local folder or an object-store prefix
-(``gs://``, ``s3://``; the matching Beam extra must be installed). See docs/RUNNERS.md for what
-else an object-store index still needs.
+* ``tasks/part-NNNNN.jsonl``: the documents to process, written by the driver in parts of
+  ``TASKS_PER_FILE`` and read by workers (the job graph does not grow with the corpus);
+* ``<table>/part-...parquet``: rows staged by workers in bounded files;
+* ``staged.json``: what the publish step listed (files, rows and per-domain digests of each
+  table, and the other staged records: BM25 sub-shards, ...).
+
+The commit streams the files in bounded batches, writes the tables and the manifest, then
+deletes the staging area. A crashed run leaves only staging behind, which readers never look at.
+
+Everything here goes through Beam's ``FileSystems``, so the staging area may be a local folder
+or an object-store prefix (``gs://``, ``s3://``; the matching Beam extra must be installed).
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.write import STAGED_LIST
+from vdgr_core.corpus import CorpusScan, task_to_json
+from vdgr_core.store import digest as dg
 from vdgr_core.store.location import beam_path
-from vdgr_core.store.tantivy_shard import ShardInfo
+
+TASKS_PER_FILE = 1000
+BATCH_ROWS = 8192
 
 
 def _is_local(path: str) -> bool:
     return "://" not in path
+
+
+@dataclass(frozen=True)
+class StagedList:
+    """``staged.json``: the published files, row counts and digests of each table."""
+
+    files: dict[str, list[str]]
+    rows: dict[str, int]
+    digests: dict[str, dict[str, int]]       # table -> domain -> digest
+    records: list[dict]                      # other staged records (BM25 sub-shards, ...)
+
+    def of_kind(self, kind: str) -> list[dict]:
+        return [r for r in self.records if r["kind"] == kind]
 
 
 @dataclass(frozen=True)
@@ -43,31 +67,56 @@ class Staging:
         return cls(root)
 
     def prefix(self, name: str) -> str:
+        if _is_local(self.root):
+            os.makedirs(FileSystems.join(self.root, name), exist_ok=True)
         return FileSystems.join(self.root, name, "part")
 
-    def _files(self, suffix: str, name: str) -> list[str]:
-        found = FileSystems.match([self.prefix(name) + "*" + suffix])[0].metadata_list
-        return sorted(m.path for m in found)
+    # ---------------------------------------------------------------- task manifest
+    def write_tasks(self, scan: CorpusScan, dead_from_scan: Iterable = ()) -> str:
+        """Write the scan's tasks (and the files it skipped) as the task manifest; returns its
+        file pattern. One JSON object per line: ``{"task": ...}`` or ``{"skipped": ...}``."""
+        lines = [json.dumps({"task": json.loads(task_to_json(t))}, sort_keys=True) for t in scan.tasks]
+        lines += [json.dumps({"skipped": [d.rel_path, d.domain, d.reason, d.detail]}) for d in dead_from_scan]
+        prefix = self.prefix("tasks")
+        for start in range(0, max(1, len(lines)), TASKS_PER_FILE):
+            path = f"{prefix}-{start // TASKS_PER_FILE:05d}.jsonl"
+            with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                f.write("".join(line + "\n" for line in lines[start:start + TASKS_PER_FILE]).encode("utf-8"))
+        return prefix + "-*.jsonl"
 
+    # ---------------------------------------------------------------- read back
     def _read(self, path: str) -> bytes:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             return f.read()
 
-    def read_table(self, name: str, schema: pa.Schema) -> pa.Table:
-        parts = [pq.read_table(pa.BufferReader(self._read(f))) for f in self._files(".parquet", name)]
-        parts = [t for t in parts if t.num_rows]
-        if not parts:
-            return pa.Table.from_pylist([], schema=schema)
-        return pa.concat_tables([t.select(schema.names).cast(schema) for t in parts])
+    def staged(self) -> StagedList:
+        path = FileSystems.join(self.root, STAGED_LIST)
+        if not FileSystems.exists(path):
+            return StagedList({}, {}, {}, [])
+        d = json.loads(self._read(path).decode("utf-8"))
+        return StagedList(d["files"], d["rows"],
+                          {t: {dom: dg.from_hex(h) for dom, h in m.items()} for t, m in d["digests"].items()},
+                          d["records"])
 
-    def read_shards(self) -> list[ShardInfo]:
-        out = []
-        for f in self._files(".jsonl", "shards"):
-            for line in self._read(f).decode("utf-8").splitlines():
-                if line.strip():
-                    d = json.loads(line)
-                    out.append(ShardInfo(d["domain"], d["folder"], d["n_docs"], d["digest"]))
-        return sorted(out, key=lambda s: s.domain)
+    def batches(self, name: str, schema: pa.Schema, columns: Optional[list[str]] = None,
+                staged: Optional[StagedList] = None) -> Iterator[pa.RecordBatch]:
+        """The staged rows of ``name`` as record batches of at most ``BATCH_ROWS`` rows, one file
+        open at a time (cast to ``schema``; only ``columns`` when given)."""
+        staged = staged or self.staged()
+        names = columns or schema.names
+        target = pa.schema([schema.field(n) for n in names])
+        for path in staged.files.get(name, []):
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                reader = pq.ParquetFile(pa.BufferReader(f.read()))
+                for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=names):
+                    yield batch.cast(target) if batch.schema != target else batch
+
+    def reader(self, name: str, schema: pa.Schema, staged: Optional[StagedList] = None) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(schema, self.batches(name, schema, staged=staged))
+
+    def read_table(self, name: str, schema: pa.Schema) -> pa.Table:
+        """The whole staged table (small tables and tests only)."""
+        return pa.Table.from_batches(list(self.batches(name, schema)), schema=schema)
 
     def remove(self) -> None:
         try:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -11,6 +11,7 @@ from vdgr_core.corpus import CorpusScan
 from vdgr_core.ids import content_hash
 from vdgr_core.indexing.document import read_bytes_limited
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
+from vdgr_core.store.file_stats import FileStatsCache, stat_rows, write_file_stats
 
 
 @dataclass(frozen=True)
@@ -33,25 +34,40 @@ class UpdatePlan:
                 f"{len(self.moved)} moved; changed domains: {', '.join(self.affected_domains) or 'none'}")
 
 
-def current_fingerprints(scan: CorpusScan, config: BuildConfig) -> dict[str, tuple[str, str]]:
+def current_fingerprints(scan: CorpusScan, config: BuildConfig,
+                         stats_cache: Optional[FileStatsCache] = None) -> dict[str, tuple[str, str]]:
     """rel_path -> (fingerprint, content hash) of every file the build would see.
 
-    Files are read with the same size limit as the build, so a too-large file hashes the same
-    way here and in its dead-letter row.
+    A file whose size and mtime equal the ones cached when it was last hashed keeps that hash
+    (``stats_cache``); the others are read, with the same size limit as the build, so a
+    too-large file hashes the same way here and in its dead-letter row.
     """
     out: dict[str, tuple[str, str]] = {}
     for task in scan.tasks:
-        path = FileSystems.join(task.corpus_root, *task.rel_path.split("/"))
-        try:
-            data = read_bytes_limited(FileSystems.open, path, config.limits.max_file_bytes)
-            digest = content_hash(data)
-        except OSError:
-            digest = ""
+        size, mtime = scan.file_stats.get(task.rel_path, (0, 0))
+        digest = stats_cache.content_hash(task.rel_path, size, mtime) if stats_cache is not None else None
+        if digest is None:
+            path = FileSystems.join(task.corpus_root, *task.rel_path.split("/"))
+            try:
+                data = read_bytes_limited(FileSystems.open, path, config.limits.max_file_bytes)
+                digest = content_hash(data)
+            except OSError:
+                digest = ""
         out[task.rel_path] = (task_fingerprint(task, digest), digest)
     for rel in scan.skipped:
         letter = scan.dead_letter(rel)
         out[rel] = (skipped_fingerprint(rel, letter.reason, letter.detail), "")
     return out
+
+
+def remember_file_stats(index: str, scan: CorpusScan, current: Mapping[str, tuple[str, str]],
+                        plan: UpdatePlan) -> None:
+    """Cache the size, mtime and hash of the files an update read (added and changed ones, and
+    files whose mtime moved without a change), and forget the deleted ones."""
+    cache = FileStatsCache(index)
+    hashes = {p: h for p, (_, h) in current.items() if h and p in scan.file_stats
+              and cache.content_hash(p, *scan.file_stats[p]) != h}
+    write_file_stats(index, stat_rows(hashes, scan.file_stats, scan.listed_ns), forget=plan.deleted)
 
 
 def domain_of(rel_path: str) -> str:

@@ -40,8 +40,9 @@ class _ApplyChangesDoFn(beam.DoFn):
     """One micro-batch: plan and apply the changes found at this tick."""
 
     def __init__(self, config: BuildConfig, update_args: Sequence[str], results_dir: Optional[str],
-                 on_poll: Optional[Callable[[PollResult], None]]):
+                 on_poll: Optional[Callable[[PollResult], None]], settings_change: bool = False):
         self._config = config
+        self._settings_change = settings_change
         self._args = tuple(update_args)
         self._results_dir = results_dir
         self._on_poll = on_poll
@@ -51,7 +52,7 @@ class _ApplyChangesDoFn(beam.DoFn):
         from schemas.errors import IndexBusyError
 
         try:
-            report = run_update(self._config, self._args)
+            report = run_update(self._config, self._args, settings_change=self._settings_change)
         except IndexBusyError as e:       # another writer: this firing's changes wait for the next
             result = PollResult(float(fired_at), f"skipped: {e}", None)
         else:
@@ -72,8 +73,9 @@ class WatchCorpus(beam.PTransform):
 
     def __init__(self, config: BuildConfig, *, interval_s: float, start: float, stop: float,
                  update_args: Sequence[str] = (), results_dir: Optional[str] = None,
-                 on_poll: Optional[Callable[[PollResult], None]] = None):
+                 on_poll: Optional[Callable[[PollResult], None]] = None, settings_change: bool = False):
         super().__init__()
+        self._settings_change = settings_change
         self._config, self._interval, self._start, self._stop = config, interval_s, start, stop
         self._update_args = update_args
         self._results_dir = results_dir
@@ -84,16 +86,21 @@ class WatchCorpus(beam.PTransform):
                 | "Tick" >> PeriodicImpulse(start_timestamp=self._start, stop_timestamp=self._stop,
                                             fire_interval=self._interval, apply_windowing=False)
                 | "Apply changes" >> beam.ParDo(_ApplyChangesDoFn(
-                    self._config, self._update_args, self._results_dir, self._on_poll)))
+                    self._config, self._update_args, self._results_dir, self._on_poll,
+                    self._settings_change)))
 
 
 def run_watch(config: BuildConfig, *, interval_s: float, max_polls: Optional[int] = None,
               until: Optional[float] = None, beam_args: Sequence[str] = (),
-              on_poll: Optional[Callable[[PollResult], None]] = None) -> list[PollResult]:
+              on_poll: Optional[Callable[[PollResult], None]] = None,
+              settings_change: bool = False) -> list[PollResult]:
     """Watch ``config.corpus`` until ``max_polls`` firings or the ``until`` timestamp.
 
     Parameters
     ----------
+    settings_change:
+        Allow build settings other than the index's recorded ones (the first firing rebuilds
+        every domain with them); otherwise they raise ``SettingsChangeError``.
     beam_args:
         Beam options for each firing's update pipeline (``vdgr update``'s flags).
     on_poll:
@@ -121,7 +128,7 @@ def run_watch(config: BuildConfig, *, interval_s: float, max_polls: Optional[int
         with beam.Pipeline(options=pipeline_options(["--streaming"])) as p:
             _ = p | "Watch corpus" >> WatchCorpus(config, interval_s=interval_s, start=start, stop=stop,
                                                   update_args=beam_args, results_dir=results_dir,
-                                                  on_poll=on_poll)
+                                                  on_poll=on_poll, settings_change=settings_change)
         results = []
         for name in sorted(os.listdir(results_dir)):
             if name.endswith(".json"):

@@ -6,26 +6,37 @@ import contextlib
 import gc
 import logging
 import sys
+from typing import Optional
 
 from runners.early_embedder import early_embedder, runs_in_this_process
 from runners.presets import PRESETS, apply_preset
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
 
 
-def add_build_arguments(p: argparse.ArgumentParser) -> None:
+def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool = False) -> None:
+    """The corpus, index, runner and build-settings flags.
+
+    ``recorded_defaults`` (update, watch): a settings flag left out means "as recorded in the
+    index", so its default is None here and :func:`update_config` fills it in.
+    """
+    def default(value):
+        return None if recorded_defaults else value
+
+    note = " (default: as recorded in the index)" if recorded_defaults else ""
     p.add_argument("corpus", help="corpus folder (one sub-folder per domain)")
     p.add_argument("--index", required=True, help="index folder to write")
     p.add_argument("--preset", choices=sorted(PRESETS), default="direct",
                    help="runner preset; any standard Beam flag given as well wins")
-    p.add_argument("--chunk-tokens", type=int, default=ChunkingConfig().max_tokens)
+    p.add_argument("--chunk-tokens", type=int, default=default(ChunkingConfig().max_tokens), help=note or None)
     p.add_argument("--overlap-tokens", type=int, default=None,
-                   help="overlap between chunks (default: 7%% of --chunk-tokens)")
-    p.add_argument("--embedding", choices=["minilm", "hashing", "openai"], default="minilm")
+                   help="overlap between chunks (default: 7%% of --chunk-tokens)" + note)
+    p.add_argument("--embedding", choices=["minilm", "hashing", "openai"], default=default("minilm"),
+                   help=note or None)
     p.add_argument("--embedding-base-url")
     p.add_argument("--embedding-model")
-    p.add_argument("--embedding-dim", type=int, default=EmbeddingConfig().dim,
-                   help="vector dimension (must match what --embedding-model returns; default 384)")
-    p.add_argument("--batch-size", type=int, default=EmbeddingConfig().batch_size)
+    p.add_argument("--embedding-dim", type=int, default=default(EmbeddingConfig().dim),
+                   help="vector dimension (must match what --embedding-model returns; default 384)" + note)
+    p.add_argument("--batch-size", type=int, default=default(EmbeddingConfig().batch_size), help=note or None)
     p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
     p.add_argument("--llm-model")
     p.add_argument("--llm-cache", help="sqlite file caching LLM answers")
@@ -41,10 +52,14 @@ def add_lock_timeout_argument(p: argparse.ArgumentParser) -> None:
                         "(default 0: exit at once, naming the other writer)")
 
 
+def _overlap(chunk_tokens: int) -> int:
+    return max(1, round(chunk_tokens * 0.07))
+
+
 def build_config(args) -> BuildConfig:
     overlap = args.overlap_tokens
     if overlap is None:
-        overlap = max(1, round(args.chunk_tokens * 0.07))
+        overlap = _overlap(args.chunk_tokens)
     llm = None
     if args.llm_base_url:
         llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model or "default",
@@ -56,10 +71,60 @@ def build_config(args) -> BuildConfig:
                                   model=args.embedding_model, dim=args.embedding_dim,
                                   batch_size=args.batch_size),
         llm=llm,
-        lock_timeout_s=args.lock_timeout,
-        **({"update_in_driver_max_documents": args.in_driver_max_documents}
-           if getattr(args, "in_driver_max_documents", None) is not None else {}),
+        **_execution_settings(args),
     )
+
+
+def _execution_settings(args) -> dict:
+    """How this run executes (not build settings: never recorded, never compared)."""
+    out = {"lock_timeout_s": args.lock_timeout}
+    if getattr(args, "in_driver_max_documents", None) is not None:
+        out["update_in_driver_max_documents"] = args.in_driver_max_documents
+    return out
+
+
+def update_config(args, recorded: Optional[dict]) -> BuildConfig:
+    """The configuration of an update: the ``recorded`` settings of the index, with only the
+    settings flags the user gave changed (all flags' defaults when there is no index yet).
+
+    Raises
+    ------
+    ConfigError
+        When the recorded settings cannot be read back by this version.
+    """
+    from pydantic import ValidationError
+
+    from schemas.errors import ConfigError
+
+    if recorded is None:
+        defaults = {"chunk_tokens": ChunkingConfig().max_tokens, "embedding": "minilm",
+                    "embedding_dim": EmbeddingConfig().dim, "batch_size": EmbeddingConfig().batch_size}
+        given = {k: v for k, v in vars(args).items() if v is not None}
+        return build_config(argparse.Namespace(**{**vars(args), **defaults, **given}))
+    try:
+        base = BuildConfig.from_settings(recorded, corpus=args.corpus, index=args.index,
+                                         **_execution_settings(args))
+    except ValidationError as e:
+        raise ConfigError("the build settings recorded in the index are not readable by this version; "
+                          f"give the settings flags and --new-settings to rebuild ({e})") from None
+    chunking, embedding, llm = base.chunking, base.embedding, base.llm
+    if args.chunk_tokens is not None or args.overlap_tokens is not None:
+        tokens = args.chunk_tokens if args.chunk_tokens is not None else chunking.max_tokens
+        overlap = args.overlap_tokens
+        if overlap is None:
+            overlap = _overlap(tokens) if args.chunk_tokens is not None else chunking.overlap_tokens
+        chunking = ChunkingConfig(max_tokens=tokens, overlap_tokens=overlap)
+    changed = {name: value for name, value in (
+        ("kind", args.embedding), ("base_url", args.embedding_base_url), ("model", args.embedding_model),
+        ("dim", args.embedding_dim), ("batch_size", args.batch_size)) if value is not None}
+    if changed:
+        embedding = EmbeddingConfig(**{**embedding.model_dump(), **changed})
+    if args.llm_base_url:
+        llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model or "default", cache_path=args.llm_cache)
+    elif llm is not None and (args.llm_model or args.llm_cache):
+        llm = llm.model_copy(update={k: v for k, v in (("model", args.llm_model), ("cache_path", args.llm_cache))
+                                     if v})
+    return base.model_copy(update={"chunking": chunking, "embedding": embedding, "llm": llm})
 
 
 def register(subparsers) -> None:

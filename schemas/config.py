@@ -9,6 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schemas.errors import SettingsChangeError
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,6 +72,28 @@ class LimitsConfig(_Frozen):
     max_folder_depth: int = Field(default=32, ge=1, le=1000)
 
 
+class StoreConfig(_Frozen):
+    """What the commit builds besides the tables: vector and scalar indexes, BM25 sub-shards,
+    CSR graph files (ARCHITECTURE.md, "Index layout")."""
+
+    # LanceDB vector index on the ``vector`` column of contents, directories and entities, once
+    # a table has ``vector_index_min_rows`` rows (below that a flat scan is as fast)
+    vector_index: Literal["ivf_hnsw_sq", "ivf_pq", "none"] = "ivf_hnsw_sq"
+    vector_index_min_rows: int = Field(default=50_000, ge=1)
+    vector_rows_per_partition: int = Field(default=8192, ge=64)   # IVF partitions = rows / this
+    hnsw_m: int = Field(default=16, ge=4, le=128)
+    hnsw_ef_construction: int = Field(default=100, ge=10)
+    pq_sub_vectors: Optional[int] = None                          # IVF_PQ: default dim / 8
+    # an update re-trains a vector index once its unindexed rows exceed this share of the table
+    vector_index_retrain_share: float = Field(default=0.1, gt=0, le=1)
+    # BTree / bitmap indexes on id and filter columns once a table has this many rows
+    scalar_index_min_rows: int = Field(default=10_000, ge=1)
+    # a domain with more documents than this is split into 2^k BM25 sub-shards
+    bm25_subshard_max_documents: int = Field(default=2000, ge=1)
+    # per-domain CSR adjacency (has_entity + cooccurs) as .npy files for the graph route
+    graph_adjacency: bool = True
+
+
 class BuildConfig(_Frozen):
     """Everything the indexing pipeline needs besides the Beam options."""
 
@@ -79,6 +103,7 @@ class BuildConfig(_Frozen):
     embedding: EmbeddingConfig = EmbeddingConfig()
     llm: Optional[LLMConfig] = None
     limits: LimitsConfig = LimitsConfig()
+    store: StoreConfig = StoreConfig()
     summary_sentences: int = Field(default=2, ge=1, le=10)
     summary_max_chars: int = Field(default=400, ge=50)
     max_entities_per_chunk: int = Field(default=24, ge=1)
@@ -89,6 +114,74 @@ class BuildConfig(_Frozen):
     # How long a build or update waits for another writer of the same index to finish
     # (vdgr_core/store/lock.py) before it gives up with IndexBusyError; not a build setting.
     lock_timeout_s: float = Field(default=0.0, ge=0)
+
+    def settings(self) -> dict:
+        """The build settings recorded in the manifest (no paths, no secrets).
+
+        Two builds with equal settings of one corpus give the same index; an update compares
+        its settings with the recorded ones (:func:`settings_diff`).
+        """
+        from vdgr_core.safety import content_rules
+
+        d = self.model_dump(mode="json", exclude=_NOT_SETTINGS)
+        if d.get("llm"):
+            d["llm"].pop("api_key", None)
+        d.get("embedding", {}).pop("api_key", None)
+        # not a user setting: the masking and flag rules every row depends on (a new release
+        # of them rebuilds every domain on the next update, see check_settings)
+        d["content_rules"] = content_rules()
+        return d
+
+    @classmethod
+    def from_settings(cls, settings: dict, *, corpus: str, index: str, **extra) -> "BuildConfig":
+        """The configuration whose :meth:`settings` are ``settings`` (as recorded in a manifest)."""
+        settings = {k: v for k, v in settings.items() if k != "content_rules"}
+        return cls(corpus=corpus, index=index, **settings, **extra)
+
+
+# Not build settings: where the corpus and index are, and how an update is executed.
+# How long to wait for the index lock and how deep the scan goes change no row either.
+_NOT_SETTINGS = {"corpus": True, "index": True, "update_in_driver_max_documents": True, "lock_timeout_s": True,
+                 "limits": {"max_folder_depth"}}
+
+
+def settings_diff(recorded: dict, asked: dict, prefix: str = "") -> list[str]:
+    """Human-readable differences ``name: recorded -> asked`` between two settings dicts."""
+    out = []
+    for key in sorted(set(recorded) | set(asked)):
+        a, b = recorded.get(key), asked.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += settings_diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
+
+
+def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool) -> bool:
+    """True when ``config`` asks for other build settings than ``recorded`` and that is allowed,
+    or when the content rules (credential masking, injection flags) changed since the index
+    was built: then every domain is rebuilt without being asked, so no row keeps text made
+    under older rules.
+
+    Raises
+    ------
+    SettingsChangeError
+        When the settings differ and ``settings_change`` is False: an update keeps the settings
+        the index was built with unless a change (a rebuild of every domain) is asked for.
+    """
+    rules_changed = recorded.get("content_rules") != config.settings()["content_rules"]
+    try:   # settings added since the index was built take their defaults
+        recorded = BuildConfig.from_settings(recorded, corpus=config.corpus, index=config.index).settings()
+    except ValueError:
+        pass
+    diff = settings_diff(recorded, config.settings())
+    if diff and not settings_change:
+        raise SettingsChangeError(
+            "these build settings differ from the ones recorded in the index: " + "; ".join(diff)
+            + ". An update keeps the recorded settings: leave the settings out to use them, or ask "
+            "for the change explicitly (vdgr update --new-settings; run_update(settings_change=True)),"
+            " which rebuilds every domain with the new settings")
+    return bool(diff) or rules_changed
 
 
 class RerankerConfig(_Frozen):

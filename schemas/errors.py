@@ -42,6 +42,14 @@ class ConfigError(VdgrError):
     """Invalid configuration."""
 
 
+class SettingsChangeError(ConfigError):
+    """An update was asked to use build settings other than the ones the index records.
+
+    A settings change rebuilds every domain; it must be asked for explicitly
+    (``vdgr update --new-settings``, ``run_update(..., settings_change=True)``).
+    """
+
+
 class IndexError_(VdgrError):
     """The index is missing, incomplete or of an unknown format."""
 

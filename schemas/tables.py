@@ -11,10 +11,12 @@ CONTENTS = "contents"
 ENTITIES = "entities"
 EDGES = "edges"
 DEAD_LETTERS = "dead_letters"
+ENTITY_STATS = "entity_stats"
 EMBEDDING_CACHE = "embedding_cache"
 SECRET_FINDINGS = "secret_findings"
+FILE_STATS = "file_stats"
 
-TABLES = (DOCUMENTS, DIRECTORIES, CONTENTS, ENTITIES, EDGES, DEAD_LETTERS, SECRET_FINDINGS)
+TABLES = (DOCUMENTS, DIRECTORIES, CONTENTS, ENTITIES, EDGES, DEAD_LETTERS, ENTITY_STATS, SECRET_FINDINGS)
 
 # Edge kinds
 CONTAINS = "contains"        # directory -> directory | content   (directed)
@@ -118,6 +120,38 @@ def entities_schema(dim: int) -> pa.Schema:
     ])
 
 
+_COUNTS = pa.list_(pa.struct([("value", pa.string()), ("count", pa.int64())]))
+
+
+def entity_stats_schema(dim: int) -> pa.Schema:
+    """What the entity merge added up per entity (vdgr_core.indexing.entity_merge.EntityStats):
+    an update changes an entity from these instead of re-reading every chunk that mentions it."""
+    return pa.schema([
+        ("entity_id", pa.string()),
+        ("domain", pa.string()),
+        ("norm", pa.string()),
+        ("names", _COUNTS),              # surface form -> mentions
+        ("kinds", _COUNTS),              # kind -> chunks
+        ("frequency", pa.int64()),
+        ("chunks", pa.int64()),
+        ("docs", pa.int64()),
+        ("best_score", pa.float64()),
+        ("vector_sum", pa.list_(pa.int64(), dim)),   # fixed point, 2**40 per unit
+    ])
+
+
+def file_stats_schema() -> pa.Schema:
+    """A cache (not part of the index contract): size and mtime of each corpus file when its
+    content hash was taken, so an update hashes only files whose size or mtime changed."""
+    return pa.schema([
+        ("path", pa.string()),
+        ("size", pa.int64()),
+        ("mtime_ns", pa.int64()),
+        ("content_hash", pa.string()),
+        ("checked_ns", pa.int64()),      # when the hash was taken (racy-mtime guard)
+    ])
+
+
 def edges_schema() -> pa.Schema:
     return pa.schema([
         ("edge_id", pa.string()),
@@ -175,7 +209,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def schema_for(table: str, dim: int) -> pa.Schema:
     """Arrow schema of ``table``; ``dim`` is the vector width for tables that carry vectors."""
     fixed = {DOCUMENTS: documents_schema, DEAD_LETTERS: dead_letters_schema, EDGES: edges_schema,
-             SECRET_FINDINGS: secret_findings_schema}
+             SECRET_FINDINGS: secret_findings_schema, FILE_STATS: file_stats_schema}
     if table in fixed:
         return fixed[table]()
     with_vectors = {
@@ -183,5 +217,6 @@ def schema_for(table: str, dim: int) -> pa.Schema:
         CONTENTS: contents_schema,
         ENTITIES: entities_schema,
         EMBEDDING_CACHE: embedding_cache_schema,
+        ENTITY_STATS: entity_stats_schema,
     }
     return with_vectors[table](dim)

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Callable, Mapping
+from collections import OrderedDict
+from typing import Callable
+
+import numpy as np
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -137,18 +140,19 @@ def prefetcher_for(config: BuildConfig):
 
 
 class _PrefetchDoFn(beam.DoFn):
-    """Pass-through: offers each element's (key, text) to the prefetcher, if there is one."""
+    """Pass-through: offers each element's (key, text) pairs to the prefetcher, if there is one."""
 
-    def __init__(self, config: BuildConfig, key_and_text: Callable):
+    def __init__(self, config: BuildConfig, keys_and_texts: Callable):
         self._config = config
-        self._key_and_text = key_and_text
+        self._keys_and_texts = keys_and_texts
 
     def start_bundle(self):
         self._prefetcher = prefetcher_for(self._config)
 
     def process(self, element):
         if self._prefetcher is not None:
-            self._prefetcher.offer(*self._key_and_text(element))
+            for key, text in self._keys_and_texts(element):
+                self._prefetcher.offer(key, text)
         yield element
 
     def finish_bundle(self):
@@ -157,90 +161,130 @@ class _PrefetchDoFn(beam.DoFn):
 
 
 class PrefetchEmbeddings(beam.PTransform):
-    """Elements unchanged; their texts sent ahead to an asynchronous embedder (see EmbeddingPrefetcher)."""
+    """Elements unchanged; their texts (``keys_and_texts(element)`` -> [(key, text)]) sent ahead
+    to an asynchronous embedder (see EmbeddingPrefetcher)."""
 
-    def __init__(self, config: BuildConfig, key_and_text: Callable):
+    def __init__(self, config: BuildConfig, keys_and_texts: Callable):
         super().__init__()
         self._config = config
-        self._key_and_text = key_and_text
+        self._keys_and_texts = keys_and_texts
 
     def expand(self, pcoll):
-        return pcoll | "Send texts ahead" >> beam.ParDo(_PrefetchDoFn(self._config, self._key_and_text))
+        return pcoll | "Send texts ahead" >> beam.ParDo(_PrefetchDoFn(self._config, self._keys_and_texts))
 
 
-def length_bucket(text: str) -> int:
-    """Batches hold texts of similar length, so a batch pads little (the model's cost is
-    batch size x longest text; texts beyond ~2,000 characters are truncated by the model)."""
-    return min(len(text) // 160, 12)
+class VectorMemo:
+    """The last ``size`` vectors this process embedded or read, by embedding key (an LRU).
+
+    Product manuals repeat most of their text across versions, and the texts of one bundle
+    are embedded together: equal texts met again in this process are not embedded again.
+    A cache only: results never depend on it.
+    """
+
+    def __init__(self, size: int = 65536):
+        self._size = size
+        self._data: "OrderedDict[str, np.ndarray]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str):
+        with self._lock:
+            v = self._data.get(key)
+            if v is not None:
+                self._data.move_to_end(key)
+            return v
+
+    def put(self, key: str, vector) -> None:
+        with self._lock:
+            self._data[key] = vector
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
 
 
-class _EmbedRowsDoFn(beam.DoFn):
-    """A batch of distinct texts, each with the items that need its vector -> their rows."""
+_MEMO = VectorMemo()
 
-    def __init__(self, config: BuildConfig, make_rows: Mapping[str, Callable]):
+
+class _EmbedBatchesDoFn(beam.DoFn):
+    """(key, text, item) -> ``make_row(item, vector)``, embedded in batches of distinct texts.
+
+    A batch is taken from the texts sent ahead (prefetcher), the process memo, the index's
+    embedding cache, and the model for the rest (``embeddings_computed``); newly computed
+    vectors also go to the ``new_vectors`` output for the cache.
+    """
+
+    def __init__(self, config: BuildConfig, make_row: Callable, buffer_size: int):
         self._config = config
-        self._make_rows = dict(make_rows)
+        self._make_row = make_row
+        self._buffer_size = buffer_size
         self._computed = Metrics.counter("vdgr", "embeddings_computed")
         self._cached = Metrics.counter("vdgr", "embeddings_from_cache")
 
     def setup(self):
         self._cache = EmbeddingCache(self._config.index)
 
+    def start_bundle(self):
+        self._items = []
+
     def _embedder(self):  # called on the first cache miss only
         return process_embedder(self._config.embedding)
 
-    def process(self, batch):
-        batch = list(batch)
+    def process(self, element):
+        self._items.append(element)
+        if len(self._items) >= self._buffer_size:
+            yield from self._flush()
+
+    def finish_bundle(self):
+        wrap = beam.transforms.window.GlobalWindows.windowed_value
+        for out in self._flush():
+            if isinstance(out, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(out.tag, wrap(out.value))
+            else:
+                yield wrap(out)
+
+    def _flush(self):
+        items, self._items = self._items, []
+        if not items:
+            return
+        texts = {}
+        for key, text, _ in items:
+            texts.setdefault(key, text)
         prefetcher = prefetcher_for(self._config)
-        ready = {}
-        if prefetcher is not None:
-            for key, _text, _items in batch:
-                vec = prefetcher.take(key)
-                if vec is not None:
-                    ready[key] = vec
-        rest = [(key, text) for key, text, _ in batch if key not in ready]
+        found: dict[str, tuple[np.ndarray, bool]] = {}
+        for key in texts:
+            vec = prefetcher.take(key) if prefetcher is not None else None
+            if vec is not None:
+                found[key] = (vec, True)          # prefetched: computed for this build
+                continue
+            vec = _MEMO.get(key)
+            if vec is not None:
+                found[key] = (vec, False)
+        rest = [(k, t) for k, t in texts.items() if k not in found]
         result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, rest)
-        found = {k: (v, c) for k, v, c in zip(result.keys, result.vectors, result.computed)}
-        found.update((k, (v, True)) for k, v in ready.items())     # prefetched: computed for this build
+        found.update((k, (v, c)) for k, v, c in zip(result.keys, result.vectors, result.computed))
         n_new = sum(1 for _, c in found.values() if c)
         self._computed.inc(n_new)
-        self._cached.inc(len(batch) - n_new)
-        for key, _text, items in batch:
-            vec, computed = found[key]
+        self._cached.inc(len(texts) - n_new)
+        for key, (vec, computed) in found.items():
+            _MEMO.put(key, vec)
             if computed:
                 yield beam.pvalue.TaggedOutput(NEW_VECTORS, {"key": key, "vector": vec})
-            for tag, item in items:
-                yield beam.pvalue.TaggedOutput(tag, self._make_rows[tag](item, vec))
+        for key, _text, item in items:
+            yield self._make_row(item, found[key][0])
 
 
-def _group_items(kv):
-    """(key, [(text, tag, item), ...]) -> (length bucket, (key, text, [(tag, item), ...]))."""
-    key, grouped = kv
-    grouped = list(grouped)
-    text = grouped[0][0]
-    return length_bucket(text), (key, text, [(tag, item) for _, tag, item in grouped])
-
-
-class EmbedRows(beam.PTransform):
-    """(key, (text, tag, item)) -> rows ``make_rows[tag](item, vector)`` on output ``tag``.
-
-    Embedding and joining the vectors back to the items in one step: the items are grouped by key (``embedding_key`` of
-    the text, so equal texts are embedded once), the groups batched by text length, each batch
-    embedded (cached) and every item turned into its row there, so vectors never go through a
-    shuffle. Newly computed vectors are also on the ``new_vectors`` output.
+class EmbedInBatches(beam.PTransform):
+    """(key, text, item) -> rows ``make_row(item, vector)`` (main output) and the newly computed
+    (key, vector) on ``new_vectors``. No shuffle: each bundle embeds its own items in batches of
+    ``buffer_size``, equal texts once per batch (and once per process while the memo holds them).
     """
 
-    def __init__(self, config: BuildConfig, make_rows: Mapping[str, Callable]):
+    def __init__(self, config: BuildConfig, make_row: Callable, buffer_size: int = 512):
         super().__init__()
         self._config = config
-        self._make_rows = dict(make_rows)
+        self._make_row = make_row
+        self._buffer_size = buffer_size
 
     def expand(self, items):
-        size = self._config.embedding.batch_size
-        return (items
-                | "Group equal texts" >> beam.GroupByKey()
-                | "Length bucket" >> beam.Map(_group_items)
-                | "Batch similar lengths" >> beam.GroupIntoBatches(size)
-                | "Drop bucket" >> beam.Values()
-                | "Embed and make rows" >> beam.ParDo(_EmbedRowsDoFn(self._config, self._make_rows))
-                .with_outputs(NEW_VECTORS, *sorted(self._make_rows)))
+        return items | "Embed and make rows" >> beam.ParDo(
+            _EmbedBatchesDoFn(self._config, self._make_row, self._buffer_size)).with_outputs(
+            NEW_VECTORS, main="rows")

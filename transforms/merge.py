@@ -1,51 +1,28 @@
-"""Global dedup-merge of contents, directories and entities, keyed on their content ids."""
+"""Global merges as Beam combines: entity statistics and vectors, co-occurrence weights.
+
+Both are ``CombinePerKey``: workers add up what their bundles saw before the shuffle (combiner
+lifting), so what crosses it is one accumulator per key and bundle, never a row per mention.
+"""
 from __future__ import annotations
 
 import apache_beam as beam
 
-from schemas.tables import COOCCURS, HAS_ENTITY
-from vdgr_core.ids import entity_id
-from vdgr_core.indexing.entity_merge import EntityAccumulator, entity_row
-from vdgr_core.indexing.rows import edge_row
-from vdgr_core.indexing.tree_summary import merge_directory_nodes
+from vdgr_core.indexing.entity_merge import EntityStats, entity_row, stats_row
+from vdgr_core.indexing.per_document import (cooccurrence_pairs, cooccurrence_row, entity_partials,
+                                             vector_partials)
 
 
-def _first_chunk(kv):
-    _, annotated = kv
-    return min(annotated, key=lambda a: (a.chunk.source, a.chunk.position))
-
-
-class DedupContents(beam.PTransform):
-    """AnnotatedChunk keyed on chunk_id (= content + source): one per id."""
-
-    def expand(self, annotated):
-        return (annotated
-                | "Key by chunk id" >> beam.Map(lambda a: (a.chunk.chunk_id, a))
-                | "Group equal chunks" >> beam.GroupByKey()
-                | "Keep one chunk" >> beam.Map(_first_chunk))
-
-
-class DedupDirectories(beam.PTransform):
-    """DirectoryNode keyed on node_id (= full path + version): one per id."""
-
-    def expand(self, nodes):
-        return (nodes
-                | "Key by node id" >> beam.Map(lambda n: (n.node_id, n))
-                | "Group equal nodes" >> beam.GroupByKey()
-                | "Merge nodes" >> beam.MapTuple(lambda _, ns: merge_directory_nodes(ns)))
-
-
-class _EntityCombineFn(beam.CombineFn):
+class _EntityStatsCombineFn(beam.CombineFn):
     def create_accumulator(self):
-        return EntityAccumulator()
+        return EntityStats()
 
-    def add_input(self, acc, mention):
-        return acc.add(mention)
+    def add_input(self, acc, partial):
+        return acc.merge(partial)
 
     def merge_accumulators(self, accs):
-        accs = list(accs)
-        out = accs[0]
-        for a in accs[1:]:
+        accs = iter(accs)
+        out = next(accs)
+        for a in accs:
             out.merge(a)
         return out
 
@@ -53,40 +30,46 @@ class _EntityCombineFn(beam.CombineFn):
         return acc
 
 
-def _entity_rows(kv, chunk_counts):
-    (domain, norm), acc = kv
-    return entity_row(domain, norm, acc, chunk_counts.get(domain, 1))
+ENTITY_STATS = "entity_stats"
+
+
+def _entity_rows(kv, chunk_counts, dim):
+    (domain, norm), stats = kv
+    yield entity_row(domain, norm, stats, chunk_counts.get(domain, 1), dim)
+    yield beam.pvalue.TaggedOutput(ENTITY_STATS, stats_row(domain, norm, stats, dim))
 
 
 class MergeEntities(beam.PTransform):
-    """Entity mentions -> one entity row per (domain, normalized name), plus existence edges."""
+    """(annotated documents, content rows with vectors) -> entity rows (main output, with their
+    vectors: the normalized sum of the vectors of the chunks that mention them) and
+    ``entity_stats`` rows. Sums and counts come from a combine per (domain, normalized name):
+    one partial per document (names, kinds, mentions, chunks, best score) and one vector per
+    mentioning chunk (fixed point, so the sum does not depend on the order)."""
 
-    def expand(self, annotated):
-        mentions = annotated | "Entity mentions" >> beam.FlatMap(lambda a: a.mentions)
-        chunk_counts = (annotated
-                        | "Domain of chunk" >> beam.Map(lambda a: (a.chunk.domain, 1))
+    def __init__(self, dim: int):
+        super().__init__()
+        self._dim = dim
+
+    def expand(self, pcolls):
+        documents, content_rows = pcolls
+        chunk_counts = (documents
+                        | "Chunks of document" >> beam.Map(lambda d: (d.domain, len(d.chunks)))
                         | "Chunks per domain" >> beam.CombinePerKey(sum))
-        entities = (mentions
-                    | "Key mention" >> beam.Map(lambda m: ((m.domain, m.norm), m))
-                    | "Merge mentions" >> beam.CombinePerKey(_EntityCombineFn())
-                    | "Entity row" >> beam.Map(_entity_rows, chunk_counts=beam.pvalue.AsDict(chunk_counts)))
-        existence = mentions | "Existence edge" >> beam.Map(
-            lambda m: edge_row(HAS_ENTITY, m.chunk_id, entity_id(m.domain, m.norm), m.domain, m.mentions))
-        return entities, existence
+        partials = (documents | "Document partials" >> beam.FlatMap(entity_partials),
+                    content_rows | "Vector partials" >> beam.FlatMap(vector_partials))
+        return (partials
+                | "All partials" >> beam.Flatten()
+                | "Sum per entity" >> beam.CombinePerKey(_EntityStatsCombineFn())
+                | "Entity rows" >> beam.FlatMap(_entity_rows, chunk_counts=beam.pvalue.AsDict(chunk_counts),
+                                                dim=self._dim).with_outputs(ENTITY_STATS, main="entities"))
 
 
 class CooccurrenceEdges(beam.PTransform):
-    """Sentence co-occurrence counts summed per (domain, a, b) into weighted entity edges."""
+    """Annotated documents -> co-occurrence edges: sentences with both entities, summed per
+    (domain, pair)."""
 
-    def expand(self, annotated):
-        return (annotated
-                | "Pairs" >> beam.FlatMap(
-                    lambda a: (((a.chunk.domain, x, y), n) for x, y, n in a.pairs))
+    def expand(self, documents):
+        return (documents
+                | "Pairs" >> beam.FlatMap(cooccurrence_pairs)
                 | "Sum sentences" >> beam.CombinePerKey(sum)
-                | "Co-occurrence edge" >> beam.MapTuple(_cooccurrence_row))
-
-
-def _cooccurrence_row(key, weight):
-    domain, a, b = key
-    src, dst = sorted((entity_id(domain, a), entity_id(domain, b)))
-    return edge_row(COOCCURS, src, dst, domain, weight)
+                | "Co-occurrence edge" >> beam.MapTuple(cooccurrence_row))

@@ -28,7 +28,7 @@ class _ParseDoFn(beam.DoFn):
         doc = load_document(task, self._config, FileSystems.open, FileSystems.join)
         if isinstance(doc, DeadLetter):
             self._dead.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, doc)
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, (doc, task))
             return
         self._docs.inc()
         self._chunks.inc(len(doc.chunks))
@@ -40,7 +40,7 @@ class _ParseDoFn(beam.DoFn):
 
 
 class ParseDocuments(beam.PTransform):
-    """DocumentTask -> IndexedDocument, with DeadLetter records on the ``dead_letter`` tag.
+    """DocumentTask -> IndexedDocument, with (DeadLetter, DocumentTask) on the ``dead_letter`` tag.
 
     A file that is empty, binary, undecodable, truncated, enormous or unparsable never
     stops the build: it is counted and lands in the dead-letter table with its reason.

@@ -1,11 +1,14 @@
-"""Staged table output (Parquet through Beam filesystems) and tantivy shard publication.
+"""Staged table output (Parquet through Beam filesystems) and its publication.
 
-Staged files are published like Beam's file sinks do, with fewer steps: each bundle writes its
-file under a temporary name beside its final place (outside the ``<prefix>*`` pattern the commit
-reads), and one final step renames the files of the bundles that committed to
-``<prefix>-NNNNN-of-NNNNN<suffix>``. A retried bundle only leaves an unread temporary file, which
-goes with the staging area. One publish step serves every staged table of a pipeline
-(:class:`PublishStagedFiles`), where a Beam sink per table cost five stages each.
+Workers write the rows of every table as Parquet files of at most ``max_rows`` rows (a bundle
+never holds a whole table), each under a temporary name beside its final place, and digest the
+rows they write per domain (vdgr_core/store/digest.py). Each file becomes a small *staged
+record* (table, temporary path, rows, digests; BM25 sub-shards and other published pieces are
+staged records too). One final step (:class:`PublishStaged`) renames the files of the bundles
+that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.parquet`` and writes ``staged.json``: the
+files of each table, their row counts and the per-domain digests summed. The driver's commit
+reads only that list and streams the files into LanceDB. A retried bundle only leaves an
+unread temporary file, which goes with the staging area.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import io
 import json
 import uuid
 from collections import defaultdict
+from typing import Callable, Optional
 
 import apache_beam as beam
 import pyarrow as pa
@@ -20,155 +24,138 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from vdgr_core.store.tantivy_shard import build_shard
+from vdgr_core.ids import stable_id
+from vdgr_core.store import digest as dg
 
-# A staged file in flight: (final prefix, suffix, temporary path).
-StagedFile = tuple[str, str, str]
+STAGED_LIST = "staged.json"
+DEFAULT_MAX_ROWS = 4096
 
 
-def _write_temp(prefix: str, suffix: str, data: bytes) -> StagedFile:
+def _write_temp(prefix: str, suffix: str, data: bytes) -> str:
     folder, _ = FileSystems.split(prefix)
     temp = FileSystems.join(folder, f".tmp-{uuid.uuid4().hex}{suffix}")
     with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(data)
-    return prefix, suffix, temp
+    return temp
 
 
-class _StageBuffered(beam.DoFn):
-    """Buffers a bundle's elements and writes them as one temporary file per bundle."""
+def part_token(part) -> str:
+    """File-name token of a partition key (a tuple of values)."""
+    return stable_id("part", *map(str, part))[:12] if part else ""
 
-    suffix = ""
 
-    def __init__(self, prefix: str):
-        self._prefix = prefix
+def encode_rows(rows: list[dict], schema: pa.Schema) -> tuple[bytes, pa.Table]:
+    table = pa.Table.from_pylist(rows, schema=schema)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="none")
+    return buf.getvalue(), table
 
-    def encode(self, items: list) -> bytes:
-        raise NotImplementedError
+
+class _StageRowsDoFn(beam.DoFn):
+    """Rows of one table -> Parquet files of at most ``max_rows`` rows, one staged record each."""
+
+    def __init__(self, table: str, prefix: str, schema: pa.Schema, partition: Optional[Callable],
+                 max_rows: int, digest: bool):
+        self._table, self._prefix, self._schema = table, prefix, schema
+        self._partition, self._max_rows, self._digest = partition, max_rows, digest
 
     def start_bundle(self):
-        self._items = []
+        self._buffers: dict[tuple, list] = defaultdict(list)
 
-    def process(self, item):
-        self._items.append(item)
+    def process(self, row):
+        part = tuple(self._partition(row)) if self._partition else ()
+        buf = self._buffers[part]
+        buf.append(row)
+        if len(buf) >= self._max_rows:
+            yield self._flush(part)
 
     def finish_bundle(self):
-        if self._items:
-            items, self._items = self._items, []
-            staged = _write_temp(self._prefix, self.suffix, self.encode(items))
-            yield beam.transforms.window.GlobalWindows.windowed_value(staged)
+        for part in sorted(self._buffers):
+            if self._buffers[part]:
+                yield beam.transforms.window.GlobalWindows.windowed_value(self._flush(part))
+
+    def _flush(self, part: tuple) -> dict:
+        rows, self._buffers[part] = self._buffers[part], []
+        data, table = encode_rows(rows, self._schema)
+        token = part_token(part)
+        prefix = f"{self._prefix}-{token}" if token else self._prefix
+        digests = dg.domain_digests(table) if self._digest else {}
+        return {"kind": "file", "table": self._table, "prefix": prefix, "suffix": ".parquet",
+                "temp": _write_temp(prefix, ".parquet", data), "part": list(part), "rows": len(rows),
+                "digests": {d: dg.to_hex(v) for d, v in digests.items()}}
 
 
-class _StageParquet(_StageBuffered):
-    suffix = ".parquet"
+class StageRows(beam.PTransform):
+    """Rows (dicts) of table ``table`` -> staged Parquet files under ``prefix`` (staged records).
 
-    def __init__(self, prefix: str, schema: pa.Schema):
-        super().__init__(prefix)
-        self._schema = schema
+    Parameters
+    ----------
+    schema:
+        The table's index schema: rows are written, and digested, exactly as LanceDB stores them.
+    partition:
+        ``row -> tuple``: rows of different partitions go to different files (the BM25
+        sub-shard of a content row), and each staged record names its partition.
+    digest:
+        Digest the rows per domain (False for tables outside the index contract).
+    """
 
-    def encode(self, rows: list) -> bytes:
-        # Table.from_pylist converts in Arrow's C++ code; Beam's WriteToParquet appends every
-        # value to Python column lists first (same table, several times slower)
-        buf = io.BytesIO()
-        pq.write_table(pa.Table.from_pylist(rows, schema=self._schema), buf, compression="none")
-        return buf.getvalue()
-
-
-class _StageLines(_StageBuffered):
-    suffix = ".jsonl"
-
-    def encode(self, lines: list) -> bytes:
-        return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
-class StageParquet(beam.PTransform):
-    """Rows (dicts of one table) -> staged Parquet files under ``prefix``, to publish."""
-
-    def __init__(self, prefix: str, schema: pa.Schema):
+    def __init__(self, table: str, prefix: str, schema: pa.Schema, *, partition: Optional[Callable] = None,
+                 max_rows: int = DEFAULT_MAX_ROWS, digest: bool = True):
         super().__init__()
-        self._prefix = prefix
-        self._schema = schema
+        self._args = (table, prefix, schema, partition, max_rows, digest)
 
     def expand(self, rows):
-        return rows | "Write temporary parquet" >> beam.ParDo(_StageParquet(self._prefix, self._schema))
+        return rows | "Write parquet parts" >> beam.ParDo(_StageRowsDoFn(*self._args))
 
 
-class StageLines(beam.PTransform):
-    """Text lines -> staged ``.jsonl`` files under ``prefix``, to publish."""
-
-    def __init__(self, prefix: str):
-        super().__init__()
-        self._prefix = prefix
-
-    def expand(self, lines):
-        return lines | "Write temporary lines" >> beam.ParDo(_StageLines(self._prefix))
+def read_staged_file(path: str) -> pa.Table:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return pq.read_table(pa.BufferReader(f.read()))
 
 
-def _publish(_key, staged) -> list[str]:
-    """Rename the committed temporary files to their final names; returns the final paths."""
-    by_prefix: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for prefix, suffix, temp in staged:
-        by_prefix[(prefix, suffix)].append(temp)
+def _publish(_key, records, root: str = "") -> str:
+    """Rename the committed temporary files to their final names and write ``staged.json``."""
+    records = list(records)
+    files = [r for r in records if r["kind"] == "file"]
+    by_prefix: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in files:
+        by_prefix[(r["prefix"], r["suffix"])].append(r)
     sources, destinations = [], []
-    for (prefix, suffix), temps in sorted(by_prefix.items()):
-        n = len(temps)
-        for i, temp in enumerate(sorted(temps)):
-            final = f"{prefix}-{i:05d}-of-{n:05d}{suffix}"
-            if FileSystems.exists(temp):        # absent when a retry of this step renamed it
-                sources.append(temp)
+    listing: dict[str, list[str]] = defaultdict(list)
+    rows: dict[str, int] = defaultdict(int)
+    digests: dict[str, dict[str, int]] = defaultdict(dict)
+    for (prefix, suffix), group in sorted(by_prefix.items()):
+        group.sort(key=lambda r: r["temp"])
+        for i, r in enumerate(group):
+            final = f"{prefix}-{i:05d}-of-{len(group):05d}{suffix}"
+            if FileSystems.exists(r["temp"]):        # absent when a retry of this step renamed it
+                sources.append(r["temp"])
                 destinations.append(final)
+            listing[r["table"]].append(final)
+            rows[r["table"]] += r["rows"]
+            digests[r["table"]] = dg.add(digests[r["table"]], {d: dg.from_hex(h) for d, h in r["digests"].items()})
     if sources:
         FileSystems.rename(sources, destinations)
-    return destinations
+    others = sorted((r for r in records if r["kind"] != "file"), key=lambda r: json.dumps(r, sort_keys=True))
+    summary = {"files": {t: sorted(v) for t, v in listing.items()}, "rows": dict(rows),
+               "digests": {t: {d: dg.to_hex(v) for d, v in sorted(m.items())} for t, m in digests.items()},
+               "records": others}
+    path = FileSystems.join(root, STAGED_LIST)
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write(json.dumps(summary, sort_keys=True).encode("utf-8"))
+    return path
 
 
-class PublishStagedFiles(beam.PTransform):
-    """Staged files of any number of tables -> published under their prefixes, in one step."""
+class PublishStaged(beam.PTransform):
+    """Staged records of any number of tables (and other pieces) -> published, listed in
+    ``<staging root>/staged.json``, in one step once every bundle has committed."""
+
+    def __init__(self, root: str):
+        super().__init__()
+        self._root = root
 
     def expand(self, staged):
         return (staged
                 | "One group" >> beam.Map(lambda s: (None, s))
                 | "Gather" >> beam.GroupByKey()
-                | "Rename to final names" >> beam.FlatMapTuple(_publish))
-
-
-class WriteStagedTable(beam.PTransform):
-    """Rows (dicts of one table) -> Parquet files under ``prefix`` (read back by the commit)."""
-
-    def __init__(self, prefix: str, schema: pa.Schema):
-        super().__init__()
-        self._prefix = prefix
-        self._schema = schema
-
-    def expand(self, rows):
-        return (rows
-                | "Stage" >> StageParquet(self._prefix, self._schema)
-                | "Publish" >> PublishStagedFiles())
-
-
-class _BuildShardDoFn(beam.DoFn):
-    def __init__(self, index_root: str):
-        self._root = index_root
-
-    def process(self, kv):
-        domain, rows = kv
-        info = build_shard(self._root, domain, list(rows))
-        yield json.dumps({"domain": info.domain, "folder": info.folder, "n_docs": info.n_docs,
-                          "digest": info.digest}, sort_keys=True)
-
-
-class BuildTantivyShards(beam.PTransform):
-    """Content rows -> one BM25 shard per domain, built on a worker and published whole.
-
-    Emits one JSON line per shard (domain, folder, n_docs, digest) for the commit step.
-    """
-
-    def __init__(self, index_root: str):
-        super().__init__()
-        self._root = index_root
-
-    def expand(self, content_rows):
-        return (content_rows
-                | "Shard fields" >> beam.Map(lambda r: (r["domain"], {
-                    k: r[k] for k in ("chunk_id", "text", "title", "path", "version", "acl")}))
-                | "Group by domain" >> beam.GroupByKey()
-                | "Build shard" >> beam.ParDo(_BuildShardDoFn(self._root)))
+                | "Rename and list" >> beam.MapTuple(_publish, root=self._root))

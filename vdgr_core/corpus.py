@@ -1,10 +1,12 @@
 """Discover the documents of a corpus folder tree (see DESIGN.md, input corpus contract)."""
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, replace
+import time
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from schemas.config import LimitsConfig
 from schemas.errors import ConfigError, DeadLetterReason
@@ -44,6 +46,9 @@ class CorpusScan:
                               "file at the corpus root is outside every domain folder")
         return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
                           "no parser for this file type")
+    # rel_path -> (size in bytes, mtime in ns) as listed, for the update's fingerprint check
+    file_stats: Mapping[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    listed_ns: int = field(default=0, compare=False)     # when the listing started (time.time_ns)
 
 
 def _read_meta(fs, path: str, shown: str) -> DocMeta:
@@ -89,6 +94,7 @@ class _LocalTree:
         self.max_depth = max_depth
         self.folders: dict[tuple[str, ...], list[str]] = {(): []}
         self.rejected: list[DeadLetter] = []
+        self.stats: dict[str, tuple[int, int]] = {}     # rel_path -> (size, mtime ns) of each file
         self._visited = {self.root_real}
         self._linked: list[tuple[tuple[str, ...], str, str]] = []   # (parts, path, real target)
 
@@ -143,6 +149,10 @@ class _LocalTree:
             except OSError as e:
                 self._reject(child, DeadLetterReason.READ_ERROR, f"cannot stat: {e.strerror or e}")
 
+    def _file(self, child: tuple[str, ...], st: os.stat_result) -> None:
+        self.folders[child[:-1]].append(child[-1])
+        self.stats["/".join(child)] = (int(st.st_size), int(st.st_mtime_ns))
+
     def _entry(self, entry: os.DirEntry, child: tuple[str, ...]) -> None:
         if entry.is_symlink():
             real = os.path.realpath(entry.path)
@@ -151,19 +161,20 @@ class _LocalTree:
             elif os.path.isdir(real):
                 self._linked.append((child, entry.path, real))
             elif os.path.isfile(real):
-                self.folders[child[:-1]].append(child[-1])
+                self._file(child, os.stat(real))
             else:
                 self._reject(child, DeadLetterReason.NOT_REGULAR, "dangling symlink or special file")
         elif entry.is_dir(follow_symlinks=False):
             self._enter(child, entry.path, os.path.realpath(entry.path))
         elif entry.is_file(follow_symlinks=False):
-            self.folders[child[:-1]].append(child[-1])
+            self._file(child, entry.stat(follow_symlinks=False))
         else:
             self._reject(child, DeadLetterReason.NOT_REGULAR, "not a regular file (FIFO, socket or device)")
 
 
 def _list_tree(root: str, max_depth: int):
-    """(filesystem, root path, {folder parts: sorted file names}, rejections) of a corpus.
+    """(filesystem, root path, {folder parts: sorted file names}, rejections, file stats) of a
+    corpus; file stats map each file's rel_path to (size in bytes, mtime in ns).
 
     A local folder (or ``file://`` URI) is walked by :class:`_LocalTree`; an object store is
     listed through ``pyarrow.fs`` (no symlinks there; keys are UTF-8), with the same depth
@@ -178,7 +189,7 @@ def _list_tree(root: str, max_depth: int):
             raise ConfigError(f"corpus root {root!r} is not a folder")
         tree = _LocalTree(base, max_depth).walk()
         return (pafs.LocalFileSystem(), base, {k: sorted(v) for k, v in tree.folders.items()},
-                tuple(tree.rejected))
+                tuple(tree.rejected), tree.stats)
     fs, base = pafs.FileSystem.from_uri(root)
     info = fs.get_file_info(base)
     if info.type != pafs.FileType.Directory:
@@ -186,6 +197,7 @@ def _list_tree(root: str, max_depth: int):
     base = base.rstrip("/")
     folders: dict[tuple[str, ...], list[str]] = {(): []}
     too_deep: set[tuple[str, ...]] = set()
+    stats: dict[str, tuple[int, int]] = {}
     for entry in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
         parts = tuple(entry.path[len(base) + 1:].split("/"))
         if any(p.startswith(".") for p in parts):
@@ -200,10 +212,11 @@ def _list_tree(root: str, max_depth: int):
             for i in range(len(parts)):          # object stores have no folder entries
                 folders.setdefault(parts[:i], [])
             folders[parts[:-1]].append(parts[-1])
+            stats["/".join(parts)] = (int(entry.size or 0), int(entry.mtime_ns or 0))
     rejected = tuple(DeadLetter("/".join(p), p[0], DeadLetterReason.TOO_DEEP.value,
                                 f"folder nested deeper than {max_depth} levels (limits.max_folder_depth)")
                      for p in sorted(too_deep))
-    return fs, base, {k: sorted(v) for k, v in folders.items()}, rejected
+    return fs, base, {k: sorted(v) for k, v in folders.items()}, rejected, stats
 
 
 def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
@@ -234,7 +247,8 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
         symlink out of the root (the message names the file): metadata may carry an ACL, so a
         build never goes on without it.
     """
-    fs, base, folders, rejected = _list_tree(root, max_depth)
+    listed_ns = time.time_ns()
+    fs, base, folders, rejected, stats = _list_tree(root, max_depth)
     for d in rejected:
         if d.rel_path.rsplit("/", 1)[-1] == META_FILE:
             raise ConfigError(f"{os.path.join(str(root), d.rel_path)}: cannot read: {d.detail}")
@@ -273,4 +287,24 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
     tasks.sort(key=lambda t: t.rel_path)
     skipped.extend(d.rel_path for d in rejected)
     return CorpusScan(tasks=tuple(tasks), skipped=tuple(sorted(skipped)),
-                      rejected=tuple(sorted(rejected, key=lambda d: d.rel_path)))
+                      rejected=tuple(sorted(rejected, key=lambda d: d.rel_path)),
+                      file_stats=stats, listed_ns=listed_ns)
+
+
+def task_to_json(task: DocumentTask) -> str:
+    """One line of a task manifest (the file workers read the build's tasks from)."""
+    return json.dumps(asdict(task), sort_keys=True, ensure_ascii=False)
+
+
+def _meta_from(d: dict) -> DocMeta:
+    return DocMeta(version=d["version"], acl=tuple(d["acl"]), title=d["title"],
+                   labels=tuple(tuple(x) for x in d["labels"]))
+
+
+def task_from_json(line: str) -> DocumentTask:
+    """The DocumentTask a :func:`task_to_json` line describes."""
+    d = json.loads(line)
+    return DocumentTask(corpus_root=d["corpus_root"], rel_path=d["rel_path"], domain=d["domain"],
+                        collection=d["collection"], folder_titles=tuple(d["folder_titles"]),
+                        meta=_meta_from(d["meta"]),
+                        folder_metas=tuple(_meta_from(m) for m in d["folder_metas"]))

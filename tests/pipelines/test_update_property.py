@@ -84,11 +84,14 @@ def _apply(root: str, op) -> None:
             f.write(f"version: '{op[2]}'\n" + (f"acl: [{', '.join(acl)}]\n" if acl else ""))
 
 
-def _shard_documents(index: str, folder: str) -> list[str]:
-    """The chunk ids a BM25 shard really holds (deleted documents excluded)."""
-    searcher = tantivy.Index.open(os.path.join(index, folder)).searcher()
-    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
-    return sorted(searcher.doc(addr)["chunk_id"][0] for _, addr in hits)
+def _shard_documents(index: str, shards) -> list[list[str]]:
+    """The chunk ids each BM25 sub-shard of a domain really holds (deleted documents excluded)."""
+    out = []
+    for shard in shards:
+        searcher = tantivy.Index.open(os.path.join(index, shard.folder)).searcher()
+        hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
+        out.append(sorted(searcher.doc(addr)["chunk_id"][0] for _, addr in hits))
+    return out
 
 
 def _snapshot(index: str) -> dict:
@@ -96,7 +99,9 @@ def _snapshot(index: str) -> dict:
     return {
         "tables": {n: table_digest(n, r.arrow(n)) for n in T.TABLES},
         "shards": dict(r.manifest.tantivy_shards),
-        "shard_documents": {d: _shard_documents(index, f) for d, f in r.manifest.tantivy_shards.items()},
+        "shard_documents": {d: _shard_documents(index, s) for d, s in r.manifest.tantivy_shards.items()},
+        "graphs": dict(r.manifest.graphs),
+        "domain_digests": r.manifest.domain_digests,
         "build_id": r.manifest.build_id,
         "domains": r.manifest.domains,
     }

@@ -18,21 +18,25 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     corpus, index = write_corpus(str(tmp_path / "c")), str(tmp_path / "i")
     cfg = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
     run_build(cfg)
-    old_shard = IndexReader(index).manifest.tantivy_shards["net"]
+    old = IndexReader(index).manifest
+    old_shard, old_graph = old.shard_folders("net")[0], old.graphs["net"]
     with open(os.path.join(corpus, "net", "extra.md"), "w", encoding="utf-8") as f:
         f.write("# Extra\n\nA new page about the Orbit X2 antenna.\n")
     run_update(cfg)
     os.makedirs(os.path.join(index, "_staging", "crashed-run"))
     reader = IndexReader(index)
     live = reader.manifest
-    assert live.tantivy_shards["net"] != old_shard
+    n_contents = reader.arrow(T.CONTENTS).num_rows
+    assert live.shard_folders("net") != [old_shard] and live.graphs["net"] != old_graph
     report = collect_garbage(index, keep=dt.timedelta(0))
-    assert report.shard_folders_removed == 1 and report.staging_runs_removed == 1
+    assert report.shard_folders_removed == 2 and report.staging_runs_removed == 1   # BM25 + graph
     assert report.lance_versions_removed > 0
     assert not os.path.exists(os.path.join(index, old_shard))
+    assert not os.path.exists(os.path.join(index, old_graph))
+    assert os.path.isdir(os.path.join(index, live.graphs["net"]))
     again = IndexReader(index)
     assert again.manifest.build_id == live.build_id
-    assert again.arrow(T.CONTENTS).num_rows == reader.arrow(T.CONTENTS).num_rows
+    assert again.arrow(T.CONTENTS).num_rows == n_contents
     assert again.shard("net").search("antenna", 5, SearchScope())
     untouched = collect_garbage(index, keep=dt.timedelta(hours=1))
     assert untouched.shard_folders_removed == 0 and untouched.lance_versions_removed == 0

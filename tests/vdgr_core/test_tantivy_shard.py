@@ -1,11 +1,13 @@
 """BM25 shards: one ``body`` field (heading + text), ACL pre-filter, legacy shards still read."""
 import os
+import random
 
 import tantivy
 
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.tantivy_shard import (
-    BODY_FIELDS, LEGACY_FIELDS, ShardSearcher, body_text, build_shard, shard_digest, update_shard,
+    BODY_FIELDS, LEGACY_FIELDS, MultiShardSearcher, ShardSearcher, body_text, build_shard, shard_digest,
+    subshard_count, subshard_of, update_shard,
 )
 
 PUBLIC = SearchScope(groups=())
@@ -87,26 +89,68 @@ def test_update_shard_deletes_and_adds_on_a_copy_named_like_a_rebuild(tmp_path):
     base = build_shard(root, "d", ROWS)
     new_row = _row("c5", "Night mode", "Brighter pictures in low light.", ["Apps", "Camera", "Night mode"])
     after = [r for r in ROWS if r["chunk_id"] != "c2"] + [new_row]
-    info = update_shard(root, "d", base.folder, after, ["c2"], [new_row])
-    assert info.folder == build_shard(str(tmp_path / "fresh"), "d", after).folder   # same digest
+    info = update_shard(root, base, [ROWS[1]], [new_row])
+    fresh = build_shard(str(tmp_path / "fresh"), "d", after)
+    assert (info.folder, info.digest) == (fresh.folder, fresh.digest)          # additive digest
     assert info.n_docs == 4
     assert _ids(os.path.join(root, info.folder)) == ["c1", "c3", "c4", "c5"]
     assert _ids(os.path.join(root, base.folder)) == ["c1", "c2", "c3", "c4"]       # base untouched
     s = ShardSearcher(os.path.join(root, info.folder))
     assert [c for c, _ in s.search("low light", 5, PUBLIC)] == ["c5"]
     assert s.search("color settings", 5, PUBLIC) == []
+    assert update_shard(root, info, after, []) is None                           # nothing left
 
 
 def test_update_shard_of_a_chunk_deleted_and_added_again_keeps_it(tmp_path):
     root = str(tmp_path)
     base = build_shard(root, "d", ROWS)
     changed = dict(ROWS[0], version="2")
-    after = [changed] + ROWS[1:]
-    info = update_shard(root, "d", base.folder, after, ["c1"], [changed])
+    info = update_shard(root, base, [ROWS[0]], [changed])
     assert _ids(os.path.join(root, info.folder)) == ["c1", "c2", "c3", "c4"]
     assert info.folder != base.folder
 
 
-def test_update_shard_without_a_base_builds_it(tmp_path):
-    info = update_shard(str(tmp_path), "new", None, ROWS, [], ROWS)
-    assert _ids(os.path.join(str(tmp_path), info.folder)) == ["c1", "c2", "c3", "c4"]
+def test_subshards_are_powers_of_two_and_stable_per_document():
+    assert [subshard_count(n, 100) for n in (0, 100, 101, 400, 401)] == [1, 1, 2, 4, 8]
+    assert subshard_of("d/a.md", 1) == 0
+    subs = [subshard_of(f"d/{i}.md", 4) for i in range(400)]
+    assert set(subs) == {0, 1, 2, 3} and subs == [subshard_of(f"d/{i}.md", 4) for i in range(400)]
+
+
+_WORDS = ("router reset firmware band scheduler antenna uplink port cable battery screen camera light "
+          "signal mode channel power update network switch").split()
+
+
+def _corpus_rows(n):
+    rng = random.Random(7)
+    return [_row(f"c{i:04d}", rng.choice(_WORDS).title(),
+                 " ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 40))), ["D"]) for i in range(n)]
+
+
+def test_subshards_searched_together_score_like_one_shard(tmp_path):
+    """Sub-shards with domain-wide idf give one shard's scores up to the per-sub-shard average
+    length: every hit's score within 2% of the single shard's, so only near-ties swap places
+    (8 of the top 10 at least the same on this corpus of random word lists, full of ties)."""
+    rows = _corpus_rows(600)
+    single = ShardSearcher(os.path.join(str(tmp_path), build_shard(str(tmp_path), "d", rows).folder))
+    parts = [build_shard(str(tmp_path), "d", [r for r in rows if subshard_of(r["chunk_id"], 4) == s], s)
+             for s in range(4)]
+    multi = MultiShardSearcher([os.path.join(str(tmp_path), p.folder) for p in parts])
+    assert multi.num_docs == single.num_docs == 600
+    for query in ("router firmware", "battery screen light", "uplink port cable", "band band scheduler"):
+        one, many = dict(single.search(query, 600, PUBLIC)), dict(multi.search(query, 600, PUBLIC))
+        assert set(one) == set(many), query                          # the same matches
+        for cid in one:
+            assert abs(one[cid] - many[cid]) <= 0.02 * one[cid], query
+        top = lambda d: set(sorted(d, key=lambda c: (-d[c], c))[:10])  # noqa: E731
+        assert len(top(one) & top(many)) >= 8, query
+    # without domain-wide idf (each sub-shard's own) the scores would differ far more
+    raw = dict(ShardSearcher(os.path.join(str(tmp_path), parts[0].folder)).search("band band scheduler", 10, PUBLIC))
+    full = dict(single.search("band band scheduler", 600, PUBLIC))
+    assert max(abs(raw[c] - full[c]) / full[c] for c in raw) > 0.02
+    # one sub-shard alone scores the same as a plain shard search
+    only = MultiShardSearcher([os.path.join(str(tmp_path), parts[0].folder)])
+    plain = ShardSearcher(os.path.join(str(tmp_path), parts[0].folder))
+    assert [(c, round(s, 4)) for c, s in only.search("router firmware", 10, PUBLIC)] == [
+        (c, round(s, 4)) for c, s in plain.search("router firmware", 10, PUBLIC)]
+    assert multi.search("Quorvex", 5, PUBLIC) == []

@@ -1,18 +1,14 @@
-"""Document-level delta: the graph rows of changed domains, from stored rows plus changed documents.
+"""Stored rows back into records, and the re-merge of the directory nodes a change touches.
 
-An update must give exactly the index a full build of the new corpus gives. Each function here
-recomputes one kind of row the way the build's transforms do, but starts from what the index
-already stores instead of re-parsing unchanged documents:
+An update must give exactly the index a full build of the new corpus gives. It starts from what
+the index stores instead of re-parsing unchanged documents:
 
-* entities and existence edges: from the ``terms`` column of the domain's content rows (the
-  mentions the build's entity merge added up);
-* co-occurrence edges: the stored weights, minus the sentences of the chunks that left, plus
-  those of the chunks that arrived (pairs re-derived from text and terms, no term extraction);
+* a content row gives back its Chunk, its entity mentions (the ``terms`` column) and its
+  co-occurring pairs (re-derived from text and terms, no term extraction);
 * directory nodes: only the nodes a changed document produced (the ``sources`` column), whose
-  folder changed, or that a new document produces are merged again;
-* summaries: only those nodes, the sections whose chunks changed, and their ancestors;
-* containment edges: from the nodes' and chunks' parent ids.
+  folder changed, or that a new document produces are merged again (:func:`merge_nodes_after`).
 
+vdgr_core/indexing/row_delta.py turns these into the rows that change;
 tests/pipelines/test_update_property.py checks the whole against full rebuilds.
 """
 from __future__ import annotations
@@ -22,11 +18,7 @@ from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Mapping, Sequence
 
 from schemas.records import Chunk, DirectoryNode, Term
-from schemas.tables import CONTAINS, COOCCURS, HAS_ENTITY
-from vdgr_core.ids import entity_id
 from vdgr_core.indexing.annotate import EntityMention, annotation_from_terms
-from vdgr_core.indexing.entity_merge import EntityAccumulator, entity_row
-from vdgr_core.indexing.rows import edge_row
 from vdgr_core.indexing.tree_summary import merge_directory_nodes
 
 _NODE_FIELDS = tuple(f.name for f in fields(DirectoryNode) if f.name != "text_summary")
@@ -54,45 +46,6 @@ def pairs_from_row(row: Mapping) -> tuple[tuple[str, str, int], ...]:
     terms = [Term(name=t["name"], norm=t["norm"], kind=t["kind"], score=t["score"])
              for t in row["terms"] or ()]
     return annotation_from_terms(chunk_from_row(row), terms).pairs
-
-
-def entities_and_existence(content_rows: Iterable[Mapping]) -> tuple[list[dict], list[dict]]:
-    """Entity rows (without vectors) and has_entity edges of every domain in ``content_rows``.
-
-    ``content_rows`` must hold every chunk of those domains (the entity statistics are per domain).
-    """
-    accs: dict[tuple[str, str], EntityAccumulator] = {}
-    n_chunks: dict[str, int] = defaultdict(int)
-    edges = []
-    for row in content_rows:
-        domain, chunk_id, doc_id = row["domain"], row["chunk_id"], row["doc_id"]
-        n_chunks[domain] += 1
-        for t in row["terms"] or ():
-            key = (domain, t["norm"])
-            acc = accs.get(key)
-            if acc is None:
-                acc = accs[key] = EntityAccumulator()
-            acc.add_values(t["name"], t["kind"], t["score"], t["mentions"], chunk_id, doc_id)
-            edges.append(edge_row(HAS_ENTITY, chunk_id, entity_id(domain, t["norm"]), domain, t["mentions"]))
-    entities = [entity_row(domain, norm, acc, n_chunks[domain] or 1)
-                for (domain, norm), acc in sorted(accs.items())]
-    return entities, edges
-
-
-def cooccurrence_after(old_edges: Iterable[Mapping], removed_rows: Iterable[Mapping],
-                       added_rows: Iterable[Mapping]) -> list[dict]:
-    """Co-occurrence edges after chunks left and arrived (weights are sentence counts)."""
-    weights: dict[tuple[str, str, str], int] = defaultdict(int)
-    for e in old_edges:
-        weights[(e["domain"], e["src"], e["dst"])] += int(round(e["weight"]))
-    for rows, sign in ((removed_rows, -1), (added_rows, 1)):
-        for row in rows:
-            domain = row["domain"]
-            for a, b, n in pairs_from_row(row):
-                src, dst = sorted((entity_id(domain, a), entity_id(domain, b)))
-                weights[(domain, src, dst)] += sign * n
-    return [edge_row(COOCCURS, src, dst, domain, w)
-            for (domain, src, dst), w in sorted(weights.items()) if w > 0]
 
 
 def node_from_row(row: Mapping) -> DirectoryNode:
@@ -179,34 +132,5 @@ def merge_nodes_after(
                      frozenset(old_parents))
 
 
-def nodes_to_summarize(nodes: Sequence[DirectoryNode], seeds: Iterable[str]) -> set[str]:
-    """``seeds`` that still exist and all their ancestors: the summaries to make again."""
-    by_id = {n.node_id: n for n in nodes}
-    out: set[str] = set()
-    stack = [s for s in seeds if s in by_id]
-    while stack:
-        i = stack.pop()
-        if i in out:
-            continue
-        out.add(i)
-        parent = by_id[i].parent_id
-        if parent in by_id:
-            stack.append(parent)
-    return out
-
-
-def containment_edges(nodes: Iterable[DirectoryNode], content_rows: Iterable[Mapping]) -> list[dict]:
-    """directory -> directory and directory -> content edges (as ``ContainmentEdges`` makes them)."""
-    out = [edge_row(CONTAINS, n.parent_id, n.node_id, n.domain, 1.0) for n in nodes if n.parent_id]
-    out += [edge_row(CONTAINS, r["parent_id"], r["chunk_id"], r["domain"], 1.0) for r in content_rows]
-    return out
-
-
-def chunk_summaries(content_rows: Iterable[Mapping]) -> list[tuple[str, int, str, tuple[str, ...]]]:
-    """(parent_id, position, summary, acl) per chunk: what ``summarize_tree`` reads."""
-    return [(r["parent_id"], r["position"], r["summary"], tuple(r["acl"] or ())) for r in content_rows]
-
-
-__all__ = ["chunk_from_row", "mentions_from_row", "pairs_from_row", "entities_and_existence",
-           "cooccurrence_after", "node_from_row", "NodeMerge", "merge_nodes_after",
-           "nodes_to_summarize", "containment_edges", "chunk_summaries"]
+__all__ = ["chunk_from_row", "mentions_from_row", "pairs_from_row", "node_from_row", "NodeMerge",
+           "merge_nodes_after"]

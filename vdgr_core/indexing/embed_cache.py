@@ -83,6 +83,42 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     return rows.num_rows
 
 
+def append_batches_to_cache(index_uri: str, batches, dim: int) -> int:
+    """Add new (key, vector) rows, streamed from record batches, to the cache table (keys the
+    cache already holds are skipped); returns rows offered."""
+    from vdgr_core.store.lance_store import connect, has_table
+
+    schema = T.embedding_cache_schema(dim)
+    batches = iter(batches)
+    first = next((b for b in batches if b.num_rows), None)
+    if first is None:
+        return 0
+    count = [0]
+
+    def all_batches():
+        for b in _chain(first, batches):
+            count[0] += b.num_rows
+            yield b.cast(schema) if b.schema != schema else b
+
+    reader = pa.RecordBatchReader.from_batches(schema, all_batches())
+    db = connect(index_uri)
+    if has_table(db, T.EMBEDDING_CACHE):
+        t = db.open_table(T.EMBEDDING_CACHE)
+        t.merge_insert("key").when_not_matched_insert_all().execute(reader)
+    else:
+        t = db.create_table(T.EMBEDDING_CACHE, data=reader, schema=schema)
+    _keep_key_index(t)
+    from vdgr_core.store.failpoints import failpoint
+
+    failpoint("commit.cache_written")
+    return count[0]
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
 def _keep_key_index(table) -> None:
     """A BTree index on ``key`` keeps lookups fast as the cache grows.
 

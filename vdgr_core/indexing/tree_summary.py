@@ -8,6 +8,7 @@ from a document its reader cannot open.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from collections import defaultdict
 from typing import Callable, Collection, Iterable, Optional, Sequence
 
@@ -63,8 +64,6 @@ def summarize_tree(
         keeps the summary it carries, which its parent then reads. The caller passes every
         node whose own fields, chunks or children changed, and all their ancestors.
     """
-    summarizer = summarizer or (lambda title, children, own: directory_summary(
-        title, children, own, max_chars=max_chars))
     by_id = {n.node_id: n for n in nodes}
     children: dict[str, list[str]] = defaultdict(list)
     for n in nodes:
@@ -79,13 +78,25 @@ def summarize_tree(
         if only is not None and n.node_id not in only:
             done[n.node_id] = n
             continue
-        parts = [s for _, s, acl in sorted(own_chunks.get(n.node_id, [])) if s and may_contribute(n.acl, acl)]
-        own = extractive_summary(" ".join(parts), n.title, 3, max_chars) if parts else ""
-        kids = sorted((done[c] for c in children.get(n.node_id, [])), key=lambda c: (c.title, c.node_id))
-        kid_pairs = [(c.title, c.summary) for c in kids if may_contribute(n.acl, c.acl)]
-        summary = summarizer(n.title, kid_pairs, own) if (kid_pairs or own) else n.title
-        done[n.node_id] = dataclasses.replace(n, summary=summary, text_summary=own)
+        kids = [done[c] for c in children.get(n.node_id, [])]
+        done[n.node_id] = summarize_node(n, own_chunks.get(n.node_id, []), kids, summarizer, max_chars=max_chars)
     return [done[n.node_id] for n in sorted(nodes, key=lambda n: n.node_id)]
+
+
+def summarize_node(node: DirectoryNode, own_chunks: Sequence[tuple[int, str, tuple[str, ...]]],
+                   children: Sequence[DirectoryNode], summarizer: Optional[DirectorySummarizer] = None,
+                   *, max_chars: int = 600) -> DirectoryNode:
+    """``node`` with its summary, from its own chunks' (position, summary, acl) and its children
+    (already summarized): one step of the bottom-up pass, shared by :func:`summarize_tree` and
+    the build's level-by-level summaries (transforms/directories.py)."""
+    summarizer = summarizer or (lambda title, children, own: directory_summary(
+        title, children, own, max_chars=max_chars))
+    parts = [s for _, s, acl in sorted(own_chunks) if s and may_contribute(node.acl, acl)]
+    own = extractive_summary(" ".join(parts), node.title, 3, max_chars) if parts else ""
+    kids = sorted(children, key=lambda c: (c.title, c.node_id))
+    kid_pairs = [(c.title, c.summary) for c in kids if may_contribute(node.acl, c.acl)]
+    summary = summarizer(node.title, kid_pairs, own) if (kid_pairs or own) else node.title
+    return dataclasses.replace(node, summary=summary, text_summary=own)
 
 
 def llm_directory_summarizer(client, *, max_chars: int = 600,
@@ -112,3 +123,95 @@ def llm_directory_summarizer(client, *, max_chars: int = 600,
             return directory_summary(title, children, own, max_chars=max_chars)
 
     return run
+
+
+# ----------------------------------------------------------------------------------------------
+# The same bottom-up pass, split for a pipeline: documents first, then folders level by level.
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Child:
+    """What a parent's summary needs of a summarized child."""
+
+    node_id: str
+    title: str
+    summary: str
+    acl: tuple[str, ...]
+
+
+# Records sent to the folder levels, keyed by the id of the node they are for:
+#   ("node", DirectoryNode)         the node itself (to merge with others of its id)
+#   ("chunk", (position, summary, acl))  one of its own chunks
+#   ("child", Child)                one of its summarized children
+LevelRecord = tuple[str, object]
+
+
+def _child(n: DirectoryNode) -> Child:
+    return Child(n.node_id, n.title, n.summary, tuple(n.acl))
+
+
+def summarize_document_group(
+    trees: Sequence, folder_ids: Collection[str], summarizer: Optional[DirectorySummarizer] = None,
+    *, max_chars: int = 600,
+) -> tuple[list[DirectoryNode], list[tuple[int, str, LevelRecord]]]:
+    """Summarize the nodes of the documents sharing one document node id (usually one document).
+
+    ``trees``: their DocumentTree (nodes and chunk summaries). Nodes with one id are merged.
+    A node whose id is also a folder's (a document titled like a folder beside it) is merged
+    with that folder at its level, with every ancestor of it in the group: those nodes are
+    returned as records for the folder levels instead of being summarized here.
+
+    Returns
+    -------
+    (summarized nodes, [(level, node id, record)])
+        The records go to the folder levels: the summaries of the group's top nodes (as
+        children of their parents), and the deferred nodes with their own chunks.
+    """
+    by_id: dict[str, list[DirectoryNode]] = defaultdict(list)
+    own: dict[str, list[tuple[int, str, tuple[str, ...]]]] = defaultdict(list)
+    for tree in trees:
+        for n in tree.nodes:
+            by_id[n.node_id].append(n)
+        for parent_id, position, summary, acl in tree.chunks:
+            own[parent_id].append((position, summary, tuple(acl)))
+    nodes = {i: merge_directory_nodes(ns) for i, ns in by_id.items()}
+    deferred = set()
+    for node_id in [i for i in nodes if i in folder_ids]:
+        while node_id in nodes and node_id not in deferred:
+            deferred.add(node_id)
+            node_id = nodes[node_id].parent_id
+    children: dict[str, list[str]] = defaultdict(list)
+    for n in nodes.values():
+        if n.parent_id in nodes:
+            children[n.parent_id].append(n.node_id)
+    done: dict[str, DirectoryNode] = {}
+    records: list[tuple[int, str, LevelRecord]] = []
+    for n in sorted(nodes.values(), key=lambda n: (-n.level, n.node_id)):
+        if n.node_id in deferred:
+            records.append((n.level, n.node_id, ("node", n)))
+            records += [(n.level, n.node_id, ("chunk", c)) for c in own.get(n.node_id, [])]
+            continue
+        kids = [done[c] for c in children.get(n.node_id, []) if c in done]
+        done[n.node_id] = summarize_node(n, own.get(n.node_id, []), kids, summarizer, max_chars=max_chars)
+        if n.parent_id and (n.parent_id not in nodes or n.parent_id in deferred):
+            records.append((n.level - 1, n.parent_id, ("child", _child(done[n.node_id]))))
+    return sorted(done.values(), key=lambda n: n.node_id), records
+
+
+def summarize_level_node(node_id: str, records: Iterable[LevelRecord],
+                         summarizer: Optional[DirectorySummarizer] = None, *,
+                         max_chars: int = 600) -> Optional[DirectoryNode]:
+    """Summarize one node of a folder level from its records (nodes of its id, own chunks,
+    summarized children); None when no record is the node itself."""
+    nodes, chunks, kids = [], [], []
+    for kind, value in records:
+        (nodes if kind == "node" else chunks if kind == "chunk" else kids).append(value)
+    if not nodes:
+        return None
+    node = merge_directory_nodes(nodes)
+    return summarize_node(node, chunks, kids, summarizer, max_chars=max_chars)
+
+
+def merge_two(a: DirectoryNode, b: DirectoryNode) -> DirectoryNode:
+    """Pairwise form of :func:`merge_directory_nodes` (associative: a combine function)."""
+    return merge_directory_nodes([a, b])

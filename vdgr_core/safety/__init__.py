@@ -7,3 +7,14 @@
   screen.
 * :mod:`.injection` flags text that reads like instructions to a model (prompt injection).
 """
+
+
+def content_rules() -> str:
+    """Identity of the credential-masking and injection-flag rules rows are made with.
+
+    Recorded in the manifest's settings: when it changes (a new detect-secrets release, new
+    rules), the next update rebuilds every domain, so no row keeps text masked by older rules.
+    """
+    from vdgr_core.safety.secrets import RULES_VERSION
+
+    return f"{RULES_VERSION}/injection-1"

@@ -3,7 +3,7 @@
 Every build and update adds LanceDB table versions and may publish new tantivy shard folders;
 a crash can leave a staging folder or a half-built shard. ``collect_garbage`` removes, when
 older than ``keep``: LanceDB versions other than the ones the current manifest names, shard
-folders the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
+and graph folders the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
 ``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
 ``optimize`` also compacts small fragments; when that commits a new version of a table the
 manifest names (same rows), the manifest is rewritten, atomically, to name it.
@@ -33,7 +33,7 @@ from vdgr_core.store.manifest import read_manifest, write_manifest
 @dataclass(frozen=True)
 class GcReport:
     lance_versions_removed: int
-    shard_folders_removed: int
+    shard_folders_removed: int        # BM25 shard and CSR graph folders
     staging_runs_removed: int
 
 
@@ -70,7 +70,7 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
     db = connect(index_dir)
     versions = 0
     compacted: dict[str, int] = {}
-    for name in (*T.TABLES, T.EMBEDDING_CACHE):
+    for name in (*T.TABLES, T.EMBEDDING_CACHE, T.FILE_STATS):
         if not has_table(db, name):
             continue
         table = db.open_table(name)
@@ -88,16 +88,18 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
             manifest, table_versions={**manifest.table_versions, **compacted}),
             expect_generation=manifest.generation)
     keep_s = keep.total_seconds()
-    live = {os.path.normpath(os.path.join(index_dir, f)) for f in manifest.tantivy_shards.values()}
+    live = {os.path.normpath(os.path.join(index_dir, f))
+            for f in [*manifest.all_shard_folders(), *manifest.graphs.values()]}
     shards = 0
-    root = os.path.join(index_dir, "tantivy")
-    for domain in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        folder = os.path.join(root, domain)
-        for shard in sorted(os.listdir(folder)):
-            path = os.path.normpath(os.path.join(folder, shard))
-            if path not in live and _older_than(path, keep_s):
-                shutil.rmtree(path, ignore_errors=True)
-                shards += 1
+    for kind in ("tantivy", "graph"):        # BM25 sub-shards, CSR graph folders
+        root = os.path.join(index_dir, kind)
+        for domain in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+            folder = os.path.join(root, domain)
+            for shard in sorted(os.listdir(folder)):
+                path = os.path.normpath(os.path.join(folder, shard))
+                if path not in live and _older_than(path, keep_s):
+                    shutil.rmtree(path, ignore_errors=True)
+                    shards += 1
     runs = 0
     staging = os.path.join(index_dir, "_staging")
     for run in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:

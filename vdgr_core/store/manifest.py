@@ -14,6 +14,18 @@ so no commit (``gc``'s included) ever replaces a newer manifest. On an object st
 generation is also its own object, ``manifests/<generation>.json``, created only if absent and
 read back (a conditional create, as far as ``pyarrow.fs`` allows: see ``store/lock.py``);
 readers take the highest generation there, and ``manifest.json`` is a copy for tools.
+
+Format 2 (this version) adds, for incremental updates and the query side:
+
+* ``tantivy_shards``: per domain, its BM25 sub-shards (``sub``, ``folder``, ``n_docs``,
+  ``digest``; one entry for a domain that is not split);
+* ``table_digests`` and ``domain_digests``: the additive digest of each table and of each
+  domain's rows of each table (vdgr_core/store/digest.py), so an update recomputes them from
+  the rows it deletes and writes;
+* ``graphs``: per domain, the folder of its CSR adjacency arrays (vdgr_core/store/graph_csr.py);
+* ``vector_indexes``: per table, the LanceDB vector index built on its ``vector`` column.
+
+A format-1 manifest is still read (its shards become single sub-shards, without digests).
 """
 from __future__ import annotations
 
@@ -24,10 +36,12 @@ from typing import Optional
 from schemas.errors import ConcurrentCommitError, IndexError_
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import IndexLocation
+from vdgr_core.store.tantivy_shard import ShardInfo
 
 MANIFEST_NAME = "manifest.json"
 GENERATIONS_DIR = "manifests"        # object stores: one object per generation
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,8 @@ class Manifest:
 
     build_id: str
     table_versions: dict[str, int]
-    tantivy_shards: dict[str, str]          # domain -> shard folder relative to the index
+    # domain -> its BM25 sub-shards, by sub-shard number (folders relative to the index)
+    tantivy_shards: dict[str, tuple[ShardInfo, ...]]
     embedding_model: str
     dim: int
     domains: tuple[DomainInfo, ...]
@@ -56,22 +71,49 @@ class Manifest:
     config: dict = field(default_factory=dict)
     created_at: str = ""
     parent_build_id: Optional[str] = None
+    table_digests: dict[str, str] = field(default_factory=dict)
+    domain_digests: dict[str, dict[str, str]] = field(default_factory=dict)   # domain -> table -> hex
+    subshards: dict[str, int] = field(default_factory=dict)       # domain -> BM25 sub-shard count
+    graphs: dict[str, str] = field(default_factory=dict)          # domain -> CSR folder
+    vector_indexes: dict[str, dict] = field(default_factory=dict)  # table -> index description
     format_version: int = FORMAT_VERSION
     generation: int = 0                     # set by write_manifest: the replaced one's + 1
 
+    def shard_folders(self, domain: str) -> list[str]:
+        """The folders of ``domain``'s BM25 sub-shards (empty when it has no content)."""
+        return [s.folder for s in self.tantivy_shards.get(domain, ())]
+
+    def all_shard_folders(self) -> list[str]:
+        return [s.folder for shards in self.tantivy_shards.values() for s in shards]
+
+    @property
+    def incremental(self) -> bool:
+        """True when the manifest has what a row-level update needs (format 2 digests)."""
+        return self.format_version >= 2 and bool(self.table_digests)
+
     def to_json(self) -> str:
         d = asdict(self)
+        d["tantivy_shards"] = {dom: [{"sub": s.sub, "folder": s.folder, "n_docs": s.n_docs, "digest": s.digest}
+                                     for s in shards] for dom, shards in self.tantivy_shards.items()}
         return json.dumps(d, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "Manifest":
         d = json.loads(text)
-        if d.get("format_version") != FORMAT_VERSION:
+        if d.get("format_version") not in READABLE_FORMATS:
             raise IndexError_(f"unsupported index format {d.get('format_version')!r}")
         d["domains"] = tuple(
             DomainInfo(**{**x, "versions": tuple(x["versions"]), "collections": tuple(x["collections"])})
             for x in d["domains"]
         )
+        chunks = {x.name: x.n_chunks for x in d["domains"]}
+        shards = {}
+        for dom, v in d["tantivy_shards"].items():
+            if isinstance(v, str):         # format 1: one shard folder per domain
+                shards[dom] = (ShardInfo(dom, v, chunks.get(dom, 0), "", 0),)
+            else:
+                shards[dom] = tuple(ShardInfo(dom, x["folder"], x["n_docs"], x["digest"], x["sub"]) for x in v)
+        d["tantivy_shards"] = shards
         return cls(**d)
 
     def domain(self, name: str) -> DomainInfo:

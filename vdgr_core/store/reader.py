@@ -16,7 +16,7 @@ from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.lance_store import connect, open_pinned
 from vdgr_core.store.location import IndexLocation, shard_cache_dir
 from vdgr_core.store.manifest import Manifest, read_manifest
-from vdgr_core.store.tantivy_shard import ShardSearcher
+from vdgr_core.store.tantivy_shard import MultiShardSearcher, ShardSearcher
 
 
 class IndexReader:
@@ -38,7 +38,7 @@ class IndexReader:
         self._db = connect(index_dir)
         self._tables: dict[str, object] = {}
         self._arrow: dict[tuple, pa.Table] = {}
-        self._shards: dict[str, ShardSearcher] = {}
+        self._shards: dict[str, ShardSearcher | MultiShardSearcher] = {}
         self._lock = threading.Lock()
 
     @property
@@ -61,21 +61,34 @@ class IndexReader:
             self._arrow[key] = data.select(list(columns)) if columns else data
         return self._arrow[key]
 
-    def shard(self, domain: str) -> Optional[ShardSearcher]:
-        """The BM25 shard of ``domain`` (None if the domain has no content)."""
-        rel = self.manifest.tantivy_shards.get(domain)
-        if rel is None:
+    def shard(self, domain: str) -> "Optional[ShardSearcher | MultiShardSearcher]":
+        """The BM25 searcher of ``domain`` (None if the domain has no content).
+
+        A domain split into sub-shards gets one :class:`MultiShardSearcher` that searches them
+        together with domain-wide term statistics; callers see one object either way.
+        """
+        folders = self.manifest.shard_folders(domain)
+        if not folders:
             return None
         with self._lock:
             if domain not in self._shards:
-                self._shards[domain] = ShardSearcher(self._local_shard(rel))
+                paths = [self._local_shard(rel) for rel in folders]
+                self._shards[domain] = ShardSearcher(paths[0]) if len(paths) == 1 else MultiShardSearcher(paths)
             return self._shards[domain]
+
+    def graph_folder(self, domain: str) -> Optional[str]:
+        """The local folder of ``domain``'s CSR adjacency arrays (vdgr_core/store/graph_csr.py),
+        or None when the index has none for it (remote indexes: copied once to a local cache)."""
+        rel = self.manifest.graphs.get(domain)
+        if rel is None:
+            return None
+        return self._local_shard(rel)
 
     def _local_shard(self, rel: str) -> str:
         """A local folder holding shard ``rel``: in the index, or a cached copy of a remote one."""
         if not self._location.remote:
             return os.path.join(self.index_dir, rel)
-        cached = os.path.join(shard_cache_dir(), *rel.split("/")[1:])   # <domain>/<digest>
+        cached = os.path.join(shard_cache_dir(), *rel.split("/"))   # tantivy|graph/<domain>/<digest>
         if not os.path.isdir(cached):
             os.makedirs(os.path.dirname(cached), exist_ok=True)
             tmp = tempfile.mkdtemp(prefix=".fetching-", dir=os.path.dirname(cached))

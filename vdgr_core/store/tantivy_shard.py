@@ -14,19 +14,33 @@ heading and path matches (Robertson, Zaragoza & Taylor 2004, "Simple BM25 extens
 multiple weighted fields"); on the E-Manual S10 questions it cost 12 points of R@5 against a
 plain one-field BM25. Shards built before this schema (``text``/``title``/``path_text``) are
 still read: they are searched on ``text`` and ``title`` with equal weight.
+
+Sub-shards. A domain holding more documents than ``bm25_subshard_max_documents`` is split into
+a power of two of sub-shards, a document going to sub-shard ``sha256(path) mod n``: no worker
+builds a whole large domain, and an update rewrites only the sub-shards its documents are in.
+:class:`MultiShardSearcher` searches a domain's sub-shards as one index (see its docstring for
+how BM25 statistics are made consistent across them).
+
+Shard digests are additive (vdgr_core/store/digest.py) over the (chunk_id, text, title,
+version, acl) of the rows a shard holds, plus its schema, domain and sub-shard number; the
+folder is named by its first 24 hex digits. An update computes the new digest from the old one,
+the deleted rows and the added rows.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
+import pyarrow as pa
 import tantivy
 
+from vdgr_core.store import digest as dg
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.location import IndexLocation
 
@@ -64,24 +78,51 @@ class ShardInfo:
     domain: str
     folder: str       # relative to the index root
     n_docs: int
-    digest: str
+    digest: str       # additive digest (64 hex digits; the folder holds the first 24)
+    sub: int = 0      # sub-shard number within the domain
 
 
-def shard_digest(rows: Iterable[Mapping]) -> str:
-    h = hashlib.sha256()
-    h.update(f"schema {SCHEMA_VERSION}".encode("utf-8"))
-    h.update(b"\x1d")
-    for r in sorted(rows, key=lambda r: r["chunk_id"]):
-        for key in ("chunk_id", "text", "title", "version"):
-            h.update(str(r[key]).encode("utf-8"))
-            h.update(b"\x1f")
-        h.update("|".join(sorted(r["acl"])).encode("utf-8"))
-        h.update(b"\x1e")
-    return h.hexdigest()[:24]
+def subshard_count(n_documents: int, max_documents: int) -> int:
+    """Sub-shards of a domain of ``n_documents``: the smallest power of two keeping each under
+    ``max_documents`` (documents split evenly by hash), 1 for a small domain."""
+    n = 1
+    while n_documents > n * max_documents:
+        n *= 2
+    return n
 
 
-def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
-    """Build the BM25 shard of ``domain`` from content rows and publish it whole.
+def subshard_of(rel_path: str, n_subshards: int) -> int:
+    """The sub-shard a document's chunks go to (stable across runs and machines)."""
+    if n_subshards <= 1:
+        return 0
+    return int(hashlib.sha256(rel_path.encode("utf-8")).hexdigest()[:12], 16) % n_subshards
+
+
+SHARD_COLUMNS = ("chunk_id", "text", "title", "version", "acl")
+_SHARD_SCHEMA = pa.schema([("chunk_id", pa.string()), ("text", pa.string()), ("title", pa.string()),
+                           ("version", pa.string()), ("acl", pa.list_(pa.string()))])
+
+
+def shard_row_digest(rows: Iterable[Mapping] | pa.Table) -> int:
+    """Additive digest (an int) of shard rows; a sum of row hashes, so it can be updated."""
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(
+        [{k: r[k] for k in SHARD_COLUMNS} for r in rows], schema=_SHARD_SCHEMA)
+    table = table.select(list(SHARD_COLUMNS)).cast(_SHARD_SCHEMA)
+    return sum(dg.row_hashes(table)) % dg.MODULUS
+
+
+def _salt(domain: str, sub: int) -> int:
+    h = hashlib.sha256(f"shard schema {SCHEMA_VERSION}\x1f{domain}\x1f{sub}".encode("utf-8")).digest()
+    return int.from_bytes(h, "big")
+
+
+def shard_digest(rows: Iterable[Mapping], domain: str = "", sub: int = 0) -> str:
+    """The digest of a shard holding ``rows`` (order does not matter)."""
+    return dg.to_hex(_salt(domain, sub) + shard_row_digest(rows))
+
+
+def build_shard(index_root: str, domain: str, rows: list[Mapping], sub: int = 0) -> ShardInfo:
+    """Build the BM25 (sub-)shard ``sub`` of ``domain`` from content rows and publish it whole.
 
     Rows need chunk_id, text, title, version, acl. ``index_root`` is a local folder or an
     object-store URI (the shard is built in a local temporary folder, then published).
@@ -89,45 +130,46 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping]) -> ShardInfo:
     the same digest is reused.
     """
     rows = sorted(rows, key=lambda r: r["chunk_id"])
-    digest = shard_digest(rows)
+    digest = shard_digest(rows, domain, sub)
     loc = IndexLocation(index_root)
     rel = shard_folder(domain, digest)
     if not loc.folder_complete(rel):
         _publish(loc, rel, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
-    return ShardInfo(domain, rel, len(rows), digest)
+    return ShardInfo(domain, rel, len(rows), digest, sub)
 
 
 def shard_folder(domain: str, digest: str) -> str:
     """The shard folder of ``domain`` with contents ``digest``, relative to the index root."""
-    return f"tantivy/{_safe(domain)}/{digest}"
+    return f"tantivy/{_safe(domain)}/{digest[:24]}"
 
 
-def update_shard(index_root: str, domain: str, base_folder: Optional[str], all_rows: list[Mapping],
-                 deleted_ids: Iterable[str], added_rows: Iterable[Mapping]) -> ShardInfo:
-    """Publish the shard of ``domain`` after an update: a copy of ``base_folder`` with
-    ``deleted_ids`` deleted and ``added_rows`` added (delete + add, no full rebuild).
+def update_shard(index_root: str, base: ShardInfo, deleted_rows: Sequence[Mapping],
+                 added_rows: Sequence[Mapping]) -> Optional[ShardInfo]:
+    """Publish sub-shard ``base`` after an update: a copy of it with ``deleted_rows`` deleted and
+    ``added_rows`` added (delete + add, no rebuild), or None when no row is left.
 
-    ``all_rows`` are the domain's content rows after the update: they name the shard (the same
-    digest, hence the same folder, as a full rebuild of those rows). The base shard is never
-    modified, so readers pinned to the previous manifest keep their view. Without a base shard
-    (a new domain) the shard is built from ``all_rows``.
+    The new digest is the old one less the deleted rows' and plus the added rows', which is
+    what a full rebuild of the resulting rows gives, hence the same folder name. The base shard
+    is never modified, so readers pinned to the previous manifest keep their view.
     """
     loc = IndexLocation(index_root)
-    if base_folder is None or not loc.folder_complete(base_folder):
-        return build_shard(index_root, domain, all_rows)
-    digest = shard_digest(all_rows)
-    rel = shard_folder(domain, digest)
+    n_docs = base.n_docs - len(deleted_rows) + len(added_rows)
+    if n_docs <= 0:
+        return None
+    value = (dg.from_hex(base.digest) - shard_row_digest(deleted_rows) + shard_row_digest(added_rows))
+    digest = dg.to_hex(value)
+    rel = shard_folder(base.domain, digest)
     if not loc.folder_complete(rel):
         def fill(tmp: str) -> None:
             os.rmdir(tmp)
             if loc.remote:
-                loc.fetch_folder(base_folder, tmp)
+                loc.fetch_folder(base.folder, tmp)
             else:
-                shutil.copytree(loc.local_folder(base_folder), tmp)
-            _write(tantivy.Index.open(tmp), domain, deleted_ids, added_rows)
+                shutil.copytree(loc.local_folder(base.folder), tmp)
+            _write(tantivy.Index.open(tmp), base.domain, [r["chunk_id"] for r in deleted_rows], added_rows)
 
         _publish(loc, rel, fill)
-    return ShardInfo(domain, rel, len(all_rows), digest)
+    return ShardInfo(base.domain, rel, n_docs, digest, base.sub)
 
 
 def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mapping]) -> None:
@@ -215,6 +257,10 @@ class ShardSearcher:
             " ".join(terms), list(self._fields),
             field_boosts={f: float((boosts or {}).get(f, 1.0)) for f in self._fields},
         )
+        return self.search_query(text_q, k, scope)
+
+    def search_query(self, text_q, k: int, scope: SearchScope) -> list[tuple[str, float]]:
+        """Up to ``k`` (chunk_id, score) for the text query ``text_q`` within ``scope``."""
         clauses = [(tantivy.Occur.Must, text_q), (tantivy.Occur.Must, self._access_query(scope))]
         if scope.versions is not None:
             clauses.append((tantivy.Occur.Must, self._any_of("version", scope.versions)))
@@ -225,6 +271,13 @@ class ShardSearcher:
             doc = self._searcher.doc(addr)
             out.append((doc["chunk_id"][0], float(score)))
         return out
+
+    def doc_freq(self, field: str, token: str) -> int:
+        """Documents of this shard holding the analyzed ``token`` in ``field``."""
+        return self._searcher.doc_freq(field, token)
+
+    def term_query(self, field: str, token: str):
+        return tantivy.Query.term_query(self._schema, field, token)
 
     def _access_query(self, scope: SearchScope):
         values = [("public", "1")] + [("acl", g) for g in scope.groups]
@@ -238,3 +291,71 @@ class ShardSearcher:
         return tantivy.Query.boolean_query([
             (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v)) for v in values
         ])
+
+
+_ANALYZER = None
+
+
+def _analyzer():
+    """The ``en_stem`` analysis (simple tokens, long ones dropped, lower case, English stemmer)
+    as a Python object, to look up the terms a query word becomes."""
+    global _ANALYZER
+    if _ANALYZER is None:
+        _ANALYZER = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                     .filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase())
+                     .filter(tantivy.Filter.stemmer("english")).build())
+    return _ANALYZER
+
+
+def bm25_idf(n_docs: int, doc_freq: int) -> float:
+    """tantivy's BM25 idf: ``ln(1 + (N - n + 0.5) / (n + 0.5))``."""
+    return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+class MultiShardSearcher:
+    """BM25 search over the sub-shards of one domain, as if they were one index.
+
+    Each sub-shard scores with its own statistics: a term's idf depends on how many of that
+    sub-shard's documents hold it. To make scores comparable (and equal to one shard's),
+    every query term is a separate clause boosted by ``idf_all / idf_sub``, where ``idf_all``
+    comes from the document frequencies summed over the sub-shards: a hit then scores
+    ``idf_all x tf-part``, as in a single shard. What stays per sub-shard is the average
+    document length in BM25's length normalization; documents are spread over sub-shards by a
+    hash of their path, so the averages differ little (tests/vdgr_core/test_tantivy_shard.py
+    measures the effect against one shard). Hits of all sub-shards are merged by score.
+    """
+
+    def __init__(self, paths: Sequence[str]):
+        self._shards = [ShardSearcher(p) for p in paths]
+
+    @property
+    def num_docs(self) -> int:
+        return sum(s.num_docs for s in self._shards)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return BODY_FIELDS
+
+    def search(self, text: str, k: int, scope: SearchScope,
+               boosts: Optional[Mapping[str, float]] = None) -> list[tuple[str, float]]:
+        """Up to ``k`` (chunk_id, bm25 score) over every sub-shard, best first (ties by id)."""
+        # distinct terms, as tantivy's query parser makes them (a repeated word counts once)
+        tokens = list(dict.fromkeys(t for w in query_terms(text) for t in _analyzer().analyze(w)))
+        if not tokens:
+            return []
+        field = BODY_FIELDS[0]
+        n_all = sum(s.num_docs for s in self._shards)
+        df = {t: [s.doc_freq(field, t) for s in self._shards] for t in set(tokens)}
+        hits: list[tuple[str, float]] = []
+        for i, shard in enumerate(self._shards):
+            clauses = []
+            for t in tokens:
+                if df[t][i] == 0:
+                    continue
+                boost = bm25_idf(n_all, sum(df[t])) / bm25_idf(shard.num_docs, df[t][i])
+                clauses.append(tantivy.Query.boost_query(shard.term_query(field, t), boost))
+            if clauses:
+                hits += shard.search_query(tantivy.Query.boolean_query(
+                    [(tantivy.Occur.Should, q) for q in clauses]), k, scope)
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]

@@ -1,32 +1,127 @@
-"""Commit a set of finished tables and shards as one index build (manifest last)."""
+"""Commit tables, indexes and shards as one index build (manifest last).
+
+Tables are streamed into LanceDB from record batches (each write one table version; the driver
+never holds a whole table); the vector and scalar indexes are built on the written versions;
+then the manifest naming every version, shard and graph folder, with the additive digests of
+every table and domain, is written whole. The build id is a digest of the table digests and
+the BM25 shard digests: two commits of equal rows give equal build ids, however the rows were
+produced.
+"""
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
 from schemas import tables as T
+from schemas.config import StoreConfig
+from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
-from vdgr_core.store.lance_store import TableWrite, connect, sort_rows, write_table
+from vdgr_core.store.lance_store import TableWrite, connect, has_table
 from vdgr_core.store.manifest import DomainInfo, Manifest, write_manifest
+from vdgr_core.store.table_indexes import ensure_scalar_indexes, ensure_vector_index
 from vdgr_core.store.tantivy_shard import ShardInfo
 
 
 def table_digest(name: str, table: pa.Table) -> str:
-    """Digest of a table's contents (rows sorted by key): equal tables, equal digests."""
-    return _sorted_digest(name, sort_rows(name, table))
+    """Digest of a whole table's contents (order-independent): equal tables, equal digests."""
+    return dg.table_digest(name, table)
 
 
-def _sorted_digest(name: str, table: pa.Table) -> str:
-    h = hashlib.sha256(name.encode())
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table.combine_chunks() if table.num_rows else table)
-    h.update(sink.getvalue().to_pybytes())
-    return h.hexdigest()
+def write_table_stream(db, name: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch],
+                       mode: str = "overwrite") -> TableWrite:
+    """Write ``batches`` as a new version of table ``name`` (``overwrite`` replaces its rows,
+    ``append`` adds them), streaming: one batch in memory at a time. Returns the version and
+    the rows written."""
+    count = [0]
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            count[0] += b.num_rows
+            yield b
+
+    reader = pa.RecordBatchReader.from_batches(schema, counted())
+    if has_table(db, name):
+        t = db.open_table(name)
+        t.add(reader, mode=mode)
+    else:
+        t = db.create_table(name, data=reader, schema=schema)
+    failpoint(TABLE_POINT.format(name))
+    return TableWrite(name, t.version, count[0])
+
+
+@dataclass
+class CommitPlan:
+    """Everything a manifest names, gathered while tables are written."""
+
+    writes: dict[str, TableWrite] = field(default_factory=dict)
+    digests: dict[str, dict[str, int]] = field(default_factory=dict)   # table -> domain -> digest
+    shards: list[ShardInfo] = field(default_factory=list)
+    subshards: dict[str, int] = field(default_factory=dict)
+    graphs: dict[str, str] = field(default_factory=dict)
+    vector_indexes: dict[str, dict] = field(default_factory=dict)
+
+
+def build_indexes(db, plan: CommitPlan, store: StoreConfig, dim: int,
+                  previous: Optional[Mapping[str, dict]] = None) -> None:
+    """Vector and scalar indexes on the tables just written; the plan then names the table
+    versions the index builds committed."""
+    for name, w in list(plan.writes.items()):
+        if not has_table(db, name):
+            continue
+        table = db.open_table(name)
+        described = ensure_vector_index(name, table, store, w.rows, dim, (previous or {}).get(name))
+        if described is not None:
+            plan.vector_indexes[name] = described
+        ensure_scalar_indexes(name, table, store, w.rows)
+        if table.version != w.version:
+            plan.writes[name] = TableWrite(name, table.version, w.rows)
+
+
+def build_id_of(table_digests: Mapping[str, int], shards: Sequence[ShardInfo]) -> str:
+    h = hashlib.sha256()
+    for name in T.TABLES:
+        h.update(f"{name}:{dg.to_hex(table_digests.get(name, 0))}".encode())
+    for s in sorted(shards, key=lambda s: (s.domain, s.sub)):
+        h.update(f"{s.domain}:{s.sub}:{s.digest}".encode())
+    return h.hexdigest()[:32]
+
+
+def write_plan_manifest(index_dir: str, plan: CommitPlan, *, embedding_model: str, dim: int,
+                        domains: Sequence[DomainInfo], config: Optional[dict] = None,
+                        parent_build_id: Optional[str] = None) -> Manifest:
+    """Write the manifest of ``plan`` (the last write of a commit) and return it."""
+    totals = {name: dg.total(plan.digests.get(name, {})) for name in T.TABLES}
+    by_domain: dict[str, dict[str, str]] = {}
+    for name in T.TABLES:
+        for domain, value in sorted(plan.digests.get(name, {}).items()):
+            by_domain.setdefault(domain, {})[name] = dg.to_hex(value)
+    shards: dict[str, list[ShardInfo]] = {}
+    for s in sorted(plan.shards, key=lambda s: (s.domain, s.sub)):
+        shards.setdefault(s.domain, []).append(s)
+    manifest = Manifest(
+        build_id=build_id_of(totals, plan.shards),
+        table_versions={n: w.version for n, w in plan.writes.items()},
+        tantivy_shards={d: tuple(v) for d, v in shards.items()},
+        embedding_model=embedding_model,
+        dim=dim,
+        domains=tuple(sorted(domains, key=lambda d: d.name)),
+        counts={n: w.rows for n, w in plan.writes.items()},
+        config=dict(config or {}),
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        parent_build_id=parent_build_id,
+        table_digests={n: dg.to_hex(v) for n, v in totals.items()},
+        domain_digests=by_domain,
+        subshards=dict(sorted(plan.subshards.items())),
+        graphs=dict(sorted(plan.graphs.items())),
+        vector_indexes=dict(sorted(plan.vector_indexes.items())),
+    )
+    manifest = write_manifest(index_dir, manifest)
+    failpoint("commit.manifest_written")
+    return manifest
 
 
 def commit_index(
@@ -39,8 +134,9 @@ def commit_index(
     domains: Sequence[DomainInfo],
     config: Optional[dict] = None,
     parent_build_id: Optional[str] = None,
+    store: Optional[StoreConfig] = None,
 ) -> tuple[Manifest, dict[str, TableWrite]]:
-    """Write every table of the index contract, then the manifest naming their versions.
+    """Write whole in-memory tables (small indexes, tests), then the manifest naming them.
 
     Parameters
     ----------
@@ -60,37 +156,15 @@ def commit_index(
         When the manifest changed since the index lock was taken (see ``write_manifest``).
     """
     db = connect(index_dir)
-
-    def write_one(name: str) -> tuple[TableWrite, str]:
-        table = tables.get(name)
-        if table is None:
-            table = pa.Table.from_pylist([], schema=T.schema_for(name, dim))
-        table = sort_rows(name, table)           # once: the digest and the write share it
-        written = write_table(db, name, table, presorted=True)
-        failpoint(TABLE_POINT.format(name))
-        return written, _sorted_digest(name, table)
-
-    # the tables are independent and LanceDB, Arrow and hashlib release the GIL on large data
-    with ThreadPoolExecutor(max_workers=len(T.TABLES), thread_name_prefix="vdgr-commit") as pool:
-        done = dict(zip(T.TABLES, pool.map(write_one, T.TABLES)))
-    writes: dict[str, TableWrite] = {name: done[name][0] for name in T.TABLES}
-    digest = hashlib.sha256()
+    plan = CommitPlan()
     for name in T.TABLES:
-        digest.update(done[name][1].encode())
-    for s in sorted(shards, key=lambda s: s.domain):
-        digest.update(f"{s.domain}:{s.digest}".encode())
-    manifest = Manifest(
-        build_id=digest.hexdigest()[:32],
-        table_versions={n: w.version for n, w in writes.items()},
-        tantivy_shards={s.domain: s.folder for s in shards},
-        embedding_model=embedding_model,
-        dim=dim,
-        domains=tuple(sorted(domains, key=lambda d: d.name)),
-        counts={n: w.rows for n, w in writes.items()},
-        config=dict(config or {}),
-        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        parent_build_id=parent_build_id,
-    )
-    manifest = write_manifest(index_dir, manifest)
-    failpoint("commit.manifest_written")
-    return manifest, writes
+        schema = T.schema_for(name, dim)
+        table = tables.get(name)
+        table = pa.Table.from_pylist([], schema=schema) if table is None else table.select(schema.names).cast(schema)
+        plan.writes[name] = write_table_stream(db, name, schema, table.to_batches())
+        plan.digests[name] = dg.domain_digests(table) if table.num_rows else {}
+    plan.shards = list(shards)
+    build_indexes(db, plan, store or StoreConfig(), dim)
+    manifest = write_plan_manifest(index_dir, plan, embedding_model=embedding_model, dim=dim, domains=domains,
+                                   config=config, parent_build_id=parent_build_id)
+    return manifest, dict(plan.writes)

@@ -1,0 +1,357 @@
+"""Scale benchmark: the EManual corpus grown to ~10k, ~100k and ~1M chunks, hashing embedder.
+
+One command::
+
+    python -m bench.bench_scale [--sizes 10k,100k,1m] [--skip-1m] [--work bench/work/scale]
+
+For each size the EManual corpus (S10 + 32 manuals, ~10.7k chunks) is grown into N product
+versions (``bench/grow_corpus.py``: 1, 10 or 100 versions) and, each step a fresh process:
+
+- ``vdgr index --embedding hashing`` (in-process runner): wall time, chunks/s, peak RSS of the
+  driver process (``VmHWM``) and of its child processes (sampled ``VmRSS``, none for the
+  in-process runner with the hashing embedder: its workers run in the driver), index size;
+- a query process: ``KnowledgeBase.open`` time, then the 50 S10 questions (S10 domain given)
+  once per route configuration (``bm25``, ``dense``, ``hybrid``, ``toc``, ``graph``, ``all
+  routes``), interleaved question by question; p50 / p95 of ``trace.timings_ms.total`` (query
+  embedding included) and the process's peak RSS;
+- ANN recall@10: for the S10 questions' vectors, the contents (and directories) table's top 10
+  through its vector index against an exact scan (``bypass_vector_index``), scope-free; "exact"
+  when the table is below ``StoreConfig.vector_index_min_rows`` and has no index;
+- 1% update: every 100th document gets one paragraph (``grow_corpus.change_documents``), then
+  ``vdgr update`` (settings recorded in the index): wall time, ratio to the build, peak RSS;
+- with ``--check-rebuild`` (default for sizes up to 10k): a fresh build of the changed corpus,
+  whose build id must equal the updated index's (update == rebuild);
+- with ``--check-multiprocess SIZES``: a build through ``--preset multiprocess`` (two worker
+  processes): its wall time, driver and worker peak RSS, and whether its build id equals the
+  in-process build's.
+
+Results: ``bench/out/scale.json`` and the ``scale`` block of BENCHMARKS.md (command, date,
+commit, machine). ``--skip-1m`` (or ``--sizes 10k,100k``) leaves the 1M point out; nothing is
+written for a size that was not run.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench.common import REPO, fresh_dir
+
+SIZES = {"10k": 1, "100k": 10, "1m": 100}        # label -> product versions per manual
+S10_QUESTIONS = REPO.parent / "shared" / "bench" / "emanual" / "s10_50_questions.csv"
+S10_DOMAIN = "Galaxy_S10"
+
+
+def _vdgr() -> list[str]:
+    exe = Path(sys.executable).with_name("vdgr")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "runners.cli"]
+
+
+def _env() -> dict:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "PYTHONPATH": str(REPO) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        pass
+    return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(x) for x in f.read().split()]
+                out += kids
+                todo += kids
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
+def measured_run(cmd: list[str], log: Path) -> dict:
+    """Run ``cmd``; wall seconds, the process's peak RSS (VmHWM, sampled until exit; rusage as
+    a floor) and the largest sampled RSS of any child process, in MB. Exits on failure."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    peak = {"driver": 0, "children": 0}
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=f, stderr=subprocess.STDOUT)
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak["driver"] = max(peak["driver"], _status_kb(proc.pid, "VmHWM"))
+                for c in _descendants(proc.pid):
+                    peak["children"] = max(peak["children"], _status_kb(c, "VmRSS"))
+                done.wait(0.2)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed (rc={proc.returncode}): {' '.join(cmd)}; see {log}")
+    driver_mb = max(peak["driver"], 0) / 1024
+    return {"wall_s": round(wall, 1), "driver_peak_mb": round(driver_mb),
+            "children_peak_mb": round(peak["children"] / 1024),
+            "rusage_peak_mb": round(usage.ru_maxrss / 1024)}
+
+
+def du_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2 ** 20, 1)
+
+
+def grown_corpus(work: Path, label: str, versions: int) -> Path:
+    """The grown corpus of ``label`` (written again when missing or changed by an update)."""
+    corpus = work / f"corpus_{label}"
+    stamp = work / f"corpus_{label}.stamp.json"
+    key = {"versions": versions, "grow": "bench.grow_corpus v1"}
+    if corpus.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == key:
+        return corpus
+    stamp.unlink(missing_ok=True)
+    subprocess.run([sys.executable, "-m", "bench.grow_corpus", "--out", str(corpus), "--versions", str(versions)],
+                   cwd=REPO, env=_env(), check=True)
+    stamp.write_text(json.dumps(key))
+    return corpus
+
+
+def questions() -> list[str]:
+    with open(S10_QUESTIONS, encoding="utf-8", newline="") as f:
+        return [r["question"] for r in csv.DictReader(f)]
+
+
+# run in a fresh process: open time, per-route latency, peak RSS, ANN recall@10
+_QUERY = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from schemas.config import EmbeddingConfig, QueryConfig
+from vdgr_core.query.knowledge_base import KnowledgeBase
+imported = time.perf_counter() - t0
+index, domain, qfile = sys.argv[1], sys.argv[2], sys.argv[3]
+questions = json.load(open(qfile))
+off = dict(backtrack=False, reflection=False, routing=False)
+configs = {"bm25": dict(routes=("bm25",), **off), "dense": dict(routes=("dense",), **off),
+           "hybrid": dict(routes=("hybrid",), **off), "toc": dict(routes=("toc",), **off),
+           "graph": dict(routes=("graph",), **off),
+           "all routes": dict(routes=("hybrid", "toc", "graph"), backtrack=True, reflection=True, routing=True)}
+from vdgr_core.store.manifest import read_manifest
+m = read_manifest(index)
+emb = EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)
+t1 = time.perf_counter()
+base = KnowledgeBase.open(index, QueryConfig(embedding=emb, **configs["all routes"]))
+open_s = time.perf_counter() - t1
+kbs = {}
+for name, flags in configs.items():
+    kb = KnowledgeBase(base.reader, base.data, QueryConfig(embedding=emb, **flags), base.embedder)
+    kb.graph = base.graph
+    kb.retriever._graph = base.graph
+    kbs[name] = kb
+for kb in kbs.values():
+    for q in questions[:3]:
+        kb.query(q, domain=domain)
+lat = {n: [] for n in kbs}
+for q in questions:
+    for n, kb in kbs.items():
+        lat[n].append(kb.query(q, domain=domain).trace.timings_ms["total"])
+
+def pct(v, p):
+    v = sorted(v)
+    return round(v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))], 1)
+
+# ANN recall@10 against an exact scan, per vector table
+import lancedb
+from vdgr_core.store.reader import IndexReader
+reader = base.reader
+qvecs = base.embedder.embed(questions)
+recall = {}
+for table in ("contents", "directories"):
+    t = reader.table(table)
+    if "vector_idx" not in {i.name for i in t.list_indices()}:
+        recall[table] = "exact"
+        continue
+    hits = total = 0
+    for v in qvecs:
+        ann = {r["_rowid"] for r in t.search(v).with_row_id(True).distance_type("cosine").limit(10).select([]).to_list()}
+        exact = {r["_rowid"] for r in t.search(v).with_row_id(True).distance_type("cosine").bypass_vector_index()
+                 .limit(10).select([]).to_list()}
+        hits += len(ann & exact)
+        total += len(exact)
+    recall[table] = round(hits / max(1, total), 3)
+hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+print(json.dumps({"open_s": round(open_s, 2), "import_s": round(imported, 2), "query_peak_mb": round(hwm / 1024),
+                  "latency": {n: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95), "n": len(v)} for n, v in lat.items()},
+                  "ann_recall_at_10": recall}))
+"""
+
+
+def _build_id(index: Path) -> str:
+    return json.loads((index / "manifest.json").read_text())["build_id"]
+
+
+def _count(index: Path, key: str) -> int:
+    return int(json.loads((index / "manifest.json").read_text())["counts"].get(key, 0))
+
+
+def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_multiprocess: bool = False) -> dict:
+    from bench.grow_corpus import change_documents
+
+    logs = work / "logs"
+    corpus = grown_corpus(work, label, versions)
+    documents = sum(1 for _ in corpus.rglob("*.md"))
+    index = fresh_dir(work / f"index_{label}")
+    shutil.rmtree(index)
+    build = measured_run([*_vdgr(), "index", str(corpus), "--index", str(index), "--embedding", "hashing", "-q"],
+                         logs / f"build_{label}.log")
+    chunks = _count(index, "contents")
+    multiprocess = {}
+    if check_multiprocess:
+        mp_index = work / f"mp_{label}"
+        shutil.rmtree(mp_index, ignore_errors=True)
+        mp = measured_run([*_vdgr(), "index", str(corpus), "--index", str(mp_index), "--embedding", "hashing",
+                           "--preset", "multiprocess", "-q"], logs / f"build_mp_{label}.log")
+        multiprocess = {"mp_build_s": mp["wall_s"], "mp_driver_peak_mb": mp["driver_peak_mb"],
+                        "mp_worker_peak_mb": mp["children_peak_mb"],
+                        "mp_equals_in_process": _build_id(mp_index) == _build_id(index)}
+        shutil.rmtree(mp_index, ignore_errors=True)
+    qfile = work / "questions.json"
+    qfile.write_text(json.dumps(questions()))
+    qlog = logs / f"query_{label}.log"
+    out = subprocess.run([sys.executable, "-c", _QUERY, str(index), S10_DOMAIN, str(qfile)], cwd=REPO, env=_env(),
+                         capture_output=True, text=True)
+    qlog.write_text(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise SystemExit(f"query process failed; see {qlog}")
+    query = json.loads(out.stdout.strip().splitlines()[-1])
+    size_mb = du_mb(index)
+    (work / f"corpus_{label}.stamp.json").unlink(missing_ok=True)     # the corpus is about to change
+    changed = change_documents(corpus, 100, "S")
+    update = measured_run([*_vdgr(), "update", str(corpus), "--index", str(index), "-q"],
+                          logs / f"update_{label}.log")
+    result = {
+        "size": label, "versions": versions, "documents": documents, "chunks": chunks,
+        "directories": _count(index, "directories"), "entities": _count(index, "entities"),
+        "build_s": build["wall_s"], "chunks_per_s": round(chunks / build["wall_s"]),
+        "build_driver_peak_mb": build["driver_peak_mb"], "build_children_peak_mb": build["children_peak_mb"],
+        "build_rusage_peak_mb": build["rusage_peak_mb"], "index_mb": size_mb,
+        **{k: query[k] for k in ("open_s", "import_s", "query_peak_mb", "latency", "ann_recall_at_10")},
+        "update_documents": len(changed), "update_s": update["wall_s"],
+        "update_ratio": round(update["wall_s"] / build["wall_s"], 3),
+        "update_driver_peak_mb": update["driver_peak_mb"], "update_rusage_peak_mb": update["rusage_peak_mb"],
+        **multiprocess,
+    }
+    if check_rebuild:
+        rebuilt = work / f"rebuild_{label}"
+        shutil.rmtree(rebuilt, ignore_errors=True)
+        measured_run([*_vdgr(), "index", str(corpus), "--index", str(rebuilt), "--embedding", "hashing", "-q"],
+                     logs / f"rebuild_{label}.log")
+        result["update_equals_rebuild"] = _build_id(rebuilt) == _build_id(index)
+        shutil.rmtree(rebuilt, ignore_errors=True)
+    return result
+
+
+ROUTES = ("bm25", "dense", "hybrid", "toc", "graph", "all routes")
+
+
+def render(report: dict) -> str:
+    """Markdown block of the scale report."""
+    lines = ["### scale (hashing embedder, in-process runner)", "",
+             f"- command: `{report['command']}`",
+             f"- date: {report['date']}; commit: {report['commit']}",
+             f"- machine: `{report['machine']}` (shared with other developers; timings noisy)",
+             "- corpus: EManual S10 + 32 manuals grown into N versions per manual (`bench/grow_corpus.py`); "
+             "update: 1% of the documents (every 100th) get one paragraph; query: the 50 S10 questions, "
+             "domain given, one process, `trace.timings_ms.total` (query embedding included)", ""]
+    if report.get("not_run"):
+        lines += [f"- not run: {', '.join(report['not_run'])} (this table has no figure for it)", ""]
+    lines += ["| chunks | documents | build s | chunks/s | build peak RSS MB (driver / children) | index MB | "
+              "open s | query RSS MB | 1% update s | update / build | update peak RSS MB | ANN recall@10 "
+              "(contents / directories) | update == rebuild |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        rec = r["ann_recall_at_10"]
+        lines.append(
+            f"| {r['chunks']:,} | {r['documents']:,} | {r['build_s']} | {r['chunks_per_s']} | "
+            f"{r['build_driver_peak_mb']:,} / {r['build_children_peak_mb']:,} | {r['index_mb']:,} | {r['open_s']} | "
+            f"{r['query_peak_mb']:,} | {r['update_s']} | {r['update_ratio']} | {r['update_driver_peak_mb']:,} | "
+            f"{rec['contents']} / {rec['directories']} | {r.get('update_equals_rebuild', 'not checked')} |")
+    lines += ["", "| chunks | " + " | ".join(f"{n} p50 / p95 ms" for n in ROUTES) + " |",
+              "|---|" + "---|" * len(ROUTES)]
+    for r in report["results"]:
+        lat = r["latency"]
+        lines.append(f"| {r['chunks']:,} | " + " | ".join(f"{lat[n]['p50_ms']} / {lat[n]['p95_ms']}" for n in ROUTES)
+                     + " |")
+    mp = [r for r in report["results"] if "mp_build_s" in r]
+    if mp:
+        lines += ["", "Multi-process runner (`--preset multiprocess`, 2 workers), same corpus:", "",
+                  "| chunks | build s | driver peak RSS MB | worker peak RSS MB | build id equals in-process |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['chunks']:,} | {r['mp_build_s']} | {r['mp_driver_peak_mb']:,} | {r['mp_worker_peak_mb']:,} | "
+                  f"{r['mp_equals_in_process']} |" for r in mp]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10k,100k,1m", help="comma list of " + ", ".join(SIZES))
+    ap.add_argument("--skip-1m", action="store_true", help="leave the 1M-chunk point out")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "scale")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale.json")
+    ap.add_argument("--check-rebuild", default="10k", help="sizes whose update is compared with a rebuild")
+    ap.add_argument("--check-multiprocess", default="", help="sizes also built with --preset multiprocess")
+    ap.add_argument("--no-markdown", action="store_true", help="do not merge the table into BENCHMARKS.md")
+    a = ap.parse_args(argv)
+    sizes = [s for s in a.sizes.split(",") if s]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        ap.error(f"unknown sizes {unknown}; choose from {list(SIZES)}")
+    not_run = [s for s in SIZES if s not in sizes or (a.skip_1m and s == "1m")]
+    sizes = [s for s in sizes if s not in not_run]
+    a.work.mkdir(parents=True, exist_ok=True)
+    results = []
+    for label in sizes:
+        print(f"[bench_scale] {label} ...", flush=True)
+        results.append(run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(","),
+                                label in a.check_multiprocess.split(",")))
+        print(json.dumps(results[-1]), flush=True)
+    from bench.run_eval import commit, machine
+
+    m = machine()
+    report = {"command": "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
+              "machine": f"{m['uname']}, {m['nproc']} CPUs", "results": results, "not_run": not_run}
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(report, indent=1) + "\n")
+    text = render(report)
+    print(text)
+    if not a.no_markdown:
+        from bench.update_benchmarks_md import merge_block
+
+        md = REPO / "BENCHMARKS.md"
+        md.write_text(merge_block(md.read_text(encoding="utf-8"), "scale", text), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""bench/bench_scale.py and bench/grow_corpus.py: measuring a process, rendering, growing."""
+import sys
+
+from bench.bench_scale import ROUTES, measured_run, render
+from bench.grow_corpus import change_documents, revise_markdown
+
+
+def test_measured_run_reports_the_peak_rss_of_the_process(tmp_path):
+    # 200 MB held for a moment: the peak is seen whether sampled or read from rusage
+    r = measured_run([sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"],
+                     tmp_path / "log.txt")
+    assert r["driver_peak_mb"] >= 190 or r["rusage_peak_mb"] >= 190
+    assert r["children_peak_mb"] == 0
+    assert (tmp_path / "log.txt").read_text().startswith("$ ")
+
+
+def test_render_lists_each_size_and_the_sizes_not_run():
+    lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES}
+    row = {"chunks": 10537, "documents": 1161, "build_s": 43.0, "chunks_per_s": 245, "build_driver_peak_mb": 841,
+           "build_children_peak_mb": 0, "index_mb": 116.2, "open_s": 1.1, "query_peak_mb": 422, "update_s": 12.3,
+           "update_ratio": 0.286, "update_driver_peak_mb": 361,
+           "ann_recall_at_10": {"contents": "exact", "directories": 0.97}, "latency": lat,
+           "update_equals_rebuild": True}
+    text = render({"command": "python -m bench.bench_scale --skip-1m", "date": "d", "commit": "c", "machine": "m",
+                   "results": [row], "not_run": ["1m"]})
+    assert "| 10,537 | 1,161 | 43.0 | 245 | 841 / 0 |" in text
+    assert "exact / 0.97 | True |" in text
+    assert "not run: 1m" in text
+    assert text.count("1.0 / 2.0") == len(ROUTES)
+
+
+def test_grown_versions_revise_some_paragraphs_and_never_headings():
+    text = "# Title\n\n" + "\n\n".join(f"Paragraph {i}." for i in range(200))
+    assert revise_markdown(text, "a/b.md", 1) == text
+    v2 = revise_markdown(text, "a/b.md", 2)
+    assert v2 == revise_markdown(text, "a/b.md", 2)          # deterministic
+    revised = [line for line in v2.split("\n") if "Revised in release 2" in line]
+    assert 5 <= len(revised) <= 40 and v2.startswith("# Title\n")
+
+
+def test_change_documents_changes_one_in_a_hundred(tmp_path):
+    for i in range(250):
+        (tmp_path / f"d{i:03d}.md").write_text(f"# D{i}\n\nText.\n", encoding="utf-8")
+    changed = change_documents(tmp_path, 100, "T")
+    assert [p.name for p in changed] == ["d000.md", "d100.md", "d200.md"]
+    assert "Service bulletin T0" in (tmp_path / "d000.md").read_text(encoding="utf-8")
+    assert "Service bulletin" not in (tmp_path / "d001.md").read_text(encoding="utf-8")

@@ -1,0 +1,126 @@
+"""A row-level update rewrites only the rows its documents touch, and still equals a rebuild."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from pipelines.run_build import run_build
+from pipelines.run_update import run_update
+from pipelines.update_plan import current_fingerprints
+from schemas import tables as T
+from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
+from tests.pipelines.test_update_property import _snapshot
+from tests.support.corpus import write_corpus
+from vdgr_core.corpus import scan_corpus
+from vdgr_core.store.file_stats import FileStatsCache
+from vdgr_core.store.filters import SearchScope
+from vdgr_core.store.reader import IndexReader
+
+TOPICS = ["router firmware", "antenna band", "uplink port", "battery charger", "screen brightness",
+          "camera mode", "signal strength", "network switch"]
+
+
+def _files(n_docs: int) -> dict[str, str]:
+    out = {"net/_meta.yaml": "description: Network products\n"}
+    for i in range(n_docs):
+        folder = f"net/v{i % 3}"
+        out[f"{folder}/_meta.yaml"] = f"version: '{i % 3}'\n"
+        a, b = TOPICS[i % len(TOPICS)], TOPICS[(i * 3 + 1) % len(TOPICS)]
+        out[f"{folder}/doc{i:02d}.md"] = (
+            f"# Guide {i}\n\n## Setup\n\nThe SKU-{1000 + i} {a} uses DL_MIMO_Mode with the {b}.\n\n"
+            f"## Care\n\nClean the {b} of the SKU-{1000 + i} every {i + 2} days.\n")
+    return out
+
+
+def _cfg(corpus, index, **store):
+    return BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"),
+                       store=StoreConfig(**store))
+
+
+def _age(root: str) -> None:
+    """Files written an hour ago: the size + mtime check trusts them (not racy)."""
+    old = time.time() - 3600
+    for folder, _, files in os.walk(root):
+        for f in files:
+            os.utime(os.path.join(folder, f), (old, old))
+
+
+def test_update_deletes_and_adds_only_the_rows_of_the_changed_document(tmp_path):
+    corpus, index = write_corpus(str(tmp_path / "c"), _files(24)), str(tmp_path / "i")
+    _age(corpus)
+    run_build(_cfg(corpus, index))
+    before = IndexReader(index).manifest
+    with open(os.path.join(corpus, "net/v1/doc07.md"), "a", encoding="utf-8") as f:
+        f.write("\n## Warranty\n\nThe warranty of the SKU-1007 covers the router firmware.\n")
+    report = run_update(_cfg(corpus, index))
+    w = report.build.update_writes
+    after = IndexReader(index)
+    doc_chunks = [r for r in after.arrow(T.CONTENTS).to_pylist() if r["source"] == "net/v1/doc07.md"]
+    assert w.deleted[T.CONTENTS] == 2 and w.added[T.CONTENTS] == len(doc_chunks) == 3
+    assert (w.deleted[T.DOCUMENTS], w.added[T.DOCUMENTS]) == (1, 1)
+    assert before.counts[T.CONTENTS] == 48 and after.manifest.counts[T.CONTENTS] == 49
+    # edges: the document's own (containment, existence), its pairs and its new section
+    assert w.deleted[T.EDGES] < before.counts[T.EDGES] / 5
+    # directories: the document, its sections, and its ancestors (folder v1, domain)
+    assert w.deleted[T.DIRECTORIES] <= 6 and w.added[T.DIRECTORIES] <= 7
+    # entities: the domain's chunk count changed, so every entity's importance; the statistics
+    # rows of the entities the document mentions only
+    assert w.deleted[T.ENTITY_STATS] < before.counts[T.ENTITY_STATS] / 2
+    # the LanceDB table versions hold the change, not a rewrite
+    table = after.table(T.CONTENTS)
+    assert table.count_rows() == 49
+    assert after.shard("net").search("warranty", 5, SearchScope())
+
+
+def test_update_of_subshards_and_vector_indexes_equals_a_rebuild(tmp_path):
+    files = _files(24)
+    corpus = write_corpus(str(tmp_path / "c"), files)
+    live, fresh = str(tmp_path / "live"), str(tmp_path / "fresh")
+    store = dict(bm25_subshard_max_documents=7, vector_index_min_rows=10, vector_rows_per_partition=64,
+                 scalar_index_min_rows=10)
+    run_build(_cfg(corpus, live, **store))
+    m = IndexReader(live).manifest
+    assert m.subshards == {"net": 4} and len(m.tantivy_shards["net"]) == 4
+    assert set(m.vector_indexes) == {T.CONTENTS, T.DIRECTORIES, T.ENTITIES}
+    os.remove(os.path.join(corpus, "net/v0/doc03.md"))
+    with open(os.path.join(corpus, "net/v2/doc05.md"), "a", encoding="utf-8") as f:
+        f.write("\n## Warranty\n\nThe warranty of the SKU-1005 covers the uplink port.\n")
+    report = run_update(_cfg(corpus, live, **store))
+    assert set(report.plan.changed) == {"net/v2/doc05.md"} and report.plan.deleted == ("net/v0/doc03.md",)
+    run_build(_cfg(corpus, fresh, **store))
+    assert _snapshot(live) == _snapshot(fresh)
+    reader = IndexReader(live)
+    hits = reader.shard("net").search("warranty uplink", 5, SearchScope())
+    assert hits and hits[0][0] in {r["chunk_id"] for r in reader.arrow(T.CONTENTS).to_pylist()
+                                   if r["source"] == "net/v2/doc05.md"}
+    vec = np.asarray(reader.arrow(T.CONTENTS).column("vector")[0].as_py(), np.float32)
+    assert reader.dense_search(T.CONTENTS, vec, 3, SearchScope()).num_rows == 3
+    # a sub-shard count change (more documents) re-lays the domain out and still equals a rebuild
+    more = {k.replace("doc", "new"): v for k, v in _files(24).items() if k.endswith(".md")}
+    write_corpus(corpus, more)
+    run_update(_cfg(corpus, live, **store))
+    run_build(_cfg(corpus, str(tmp_path / "fresh2"), **store))
+    assert IndexReader(live).manifest.subshards == {"net": 8}
+    assert _snapshot(live) == _snapshot(str(tmp_path / "fresh2"))
+
+
+def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
+    import pipelines.update_plan as up
+
+    corpus, index = write_corpus(str(tmp_path / "c"), _files(10)), str(tmp_path / "i")
+    _age(corpus)
+    run_build(_cfg(corpus, index))
+    with open(os.path.join(corpus, "net/v1/doc04.md"), "a", encoding="utf-8") as f:
+        f.write("\nOne more line.\n")
+    read = []
+    real = up.read_bytes_limited
+    monkeypatch.setattr(up, "read_bytes_limited", lambda open_fn, path, n: read.append(path) or real(open_fn, path, n))
+    scan = scan_corpus(corpus)
+    cfg = _cfg(corpus, index)
+    with_cache = current_fingerprints(scan, cfg, FileStatsCache(index))
+    assert [p.rsplit("/", 1)[-1] for p in read] == ["doc04.md"]       # size and mtime changed
+    read.clear()
+    assert current_fingerprints(scan, cfg) == with_cache                 # the same without the cache
+    assert len(read) == 10
