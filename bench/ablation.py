@@ -77,8 +77,19 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     for r in full_routes:
         if r != "hybrid" and len(full_routes) > 1:
             out.append((f"full - {r}", {"routes": tuple(x for x in full_routes if x != r)}))
-    out += [("full - backtrack", {"backtrack": False}), ("full - reflection", {"reflection": False}),
-            ("full - routing", {"routing": False})]
+    from schemas.config import QueryConfig
+
+    default = QueryConfig()
+    for r in ("toc", "graph"):                 # secondary routes off by default: what they would add
+        if r not in full_routes:
+            out.append((f"full + {r}", {"routes": (*full_routes, r)}))
+    out.append(("full - backtrack", {"backtrack": False}) if default.backtrack
+               else ("full + backtrack", {"backtrack": True}))
+    out.append(("full - reflection", {"reflection": False}) if default.reflection
+               else ("full + reflection", {"reflection": True}))
+    if not default.reflection_bridge:
+        out.append(("full + bridge reflection", {"reflection_bridge": True}))
+    out.append(("full - routing", {"routing": False}))
     return out
 
 

@@ -4,12 +4,12 @@
 
 Opens the index once (models loaded, offline), then answers the 50 S10 questions in the three
 all-manuals settings (``scoped``: domain given, ``named``: product named in the question,
-``unscoped``) with two configurations side by side, interleaved question by question so that
+``unscoped``) with three configurations side by side, interleaved question by question so that
 noise from a shared machine hits both alike:
 
 - ``route 1``: hybrid (BM25 + dense + RRF) with routing, no TOC/graph, no backtracking/reflection;
-- ``all routes``: the default configuration (hybrid + TOC + graph, backtracking, reflection,
-  routing).
+- ``default``: the default QueryConfig (schemas/config.py);
+- ``all routes``: every component on (hybrid + TOC + graph, backtracking, reflection, routing).
 
 Every configuration first answers a few warm-up questions (first-use caches: per-domain graphs,
 ACL masks, the embedding model's first call). The JSON report goes to
@@ -35,6 +35,7 @@ from vdgr_core.eval import latency_summary
 SETTINGS = ("scoped", "named", "unscoped")
 CONFIGS = {
     "route 1": dict(routes=("hybrid",), backtrack=False, reflection=False, routing=True),
+    "default": dict(),
     "all routes": dict(routes=("hybrid", "toc", "graph"), backtrack=True, reflection=True, routing=True),
 }
 WARMUP = 5
@@ -103,9 +104,10 @@ def render(report: dict) -> str:
             v = per[s]
             lines.append(f"| {name} | {s} | {v['n']} | {v['p50_ms']} | {v['p95_ms']} | {v['mean_ms']} |")
     lines.append("")
+    shown = {n: QueryConfig(**f) for n, f in CONFIGS.items()}
     lines.append("Configurations: " + "; ".join(
-        f"`{n}` = routes {'+'.join(f['routes'])}, backtrack {f['backtrack']}, reflection "
-        f"{f['reflection']}, routing {f['routing']}" for n, f in CONFIGS.items()))
+        f"`{n}` = routes {'+'.join(c.routes)}, backtrack {c.backtrack}, reflection "
+        f"{c.reflection}, routing {c.routing}" for n, c in shown.items()))
     return "\n".join(lines) + "\n"
 
 

@@ -35,7 +35,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=None, help="evidence items to return (default 10)")
     p.add_argument("--routes", default=None, help="comma-separated routes: " + ",".join(ROUTES))
     p.add_argument("--composition", choices=("parallel", "sequential"), default=None)
-    p.add_argument("--no-backtrack", action="store_true")
+    p.add_argument("--backtrack", action="store_true", help="widen weak evidence through the TOC (off by default)")
+    p.add_argument("--no-backtrack", action="store_true", help="(the default) no backtracking")
     p.add_argument("--no-reflection", action="store_true")
     p.add_argument("--no-routing", action="store_true")
     p.add_argument("--embedding", choices=("minilm", "hashing", "openai"), default=None,
@@ -78,7 +79,11 @@ def _config(args, manifest) -> QueryConfig:
         with open(args.deny_list, encoding="utf-8") as f:
             terms = tuple(t.strip() for t in f if t.strip() and not t.startswith("#"))
         extra["guardrails"] = GuardrailConfig(deny_list=terms)
-    return QueryConfig(embedding=emb, llm=llm, backtrack=not args.no_backtrack,
+    if args.backtrack and not args.no_backtrack:
+        extra["backtrack"] = True
+    elif args.no_backtrack:
+        extra["backtrack"] = False
+    return QueryConfig(embedding=emb, llm=llm,
                        reflection=not args.no_reflection, routing=not args.no_routing, **extra)
 
 
