@@ -30,9 +30,16 @@ _log = logging.getLogger("vdgr.update")
 
 
 def _stores_update_columns(reader: IndexReader) -> bool:
-    """True when the index keeps what a document-level update reads (``terms``, ``sources``)."""
-    return ("terms" in reader.table(T.CONTENTS).schema.names
-            and "sources" in reader.table(T.DIRECTORIES).schema.names)
+    """True when every stored table has every column this version writes: a row-level update
+    appends rows of the current schemas, so an index written before a column existed (``page``,
+    ``flags``, ``terms``, ``sources``...) is rebuilt instead."""
+    for name in T.TABLES:
+        if name not in reader.manifest.table_versions:
+            return False
+        stored = set(reader.table(name).schema.names)
+        if not set(T.schema_for(name, reader.dim).names) <= stored:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,26 @@ def test_vectors_and_nested_columns_are_digested():
     other = pa.Table.from_pylist([{**row, "vector": np.array([0, 1, 0, 0], np.float32)}], schema=schema)
     terms = pa.Table.from_pylist([{**row, "terms": [{**row["terms"][0], "mentions": 2}]}], schema=schema)
     assert len({dg.table_digest("contents", t) for t in (one, other, terms)}) == 3
+
+
+def test_a_row_hashes_the_same_whatever_its_neighbours():
+    """A value's bytes depend on its type and value only: a row of a column holding nulls hashes
+    like the same row in a subset without nulls (an update digests such subsets)."""
+    import pyarrow as pa
+
+    from vdgr_core.store.digest import row_hashes
+
+    table = pa.table({
+        "page": pa.array([None, 3, 7], pa.int32()),
+        "flags": pa.array([None, ["a", "b"], []], pa.list_(pa.string())),
+        "title": pa.array(["x", None, "z"], pa.string()),
+        "vector": pa.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], pa.list_(pa.float32(), 2)),
+    })
+    whole = row_hashes(table)
+    for i in range(3):
+        assert row_hashes(table.slice(i, 1)) == [whole[i]]
+        assert row_hashes(table.take([i])) == [whole[i]]
+    assert row_hashes(table.filter(pa.array([False, True, True]))) == whole[1:]
+    # a null differs from every value, including the empty one
+    assert len(set(row_hashes(pa.table({"t": pa.array([None, ""], pa.string())})))) == 2
+    assert len(set(row_hashes(pa.table({"p": pa.array([None, 0], pa.int32())})))) == 2

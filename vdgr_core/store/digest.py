@@ -36,31 +36,49 @@ def _prefixed(values: Iterable[bytes]) -> list[bytes]:
     return [len(b).to_bytes(4, "little") + b for b in values]
 
 
+# A null value: a length prefix no real value has (values are far shorter than 4 GiB).
+_NULL = b"\xff\xff\xff\xff"
+
+
 def _column_bytes(col: pa.Array) -> list[bytes]:
-    """One canonical byte string per value of ``col``."""
+    """One canonical byte string per value of ``col``.
+
+    The encoding of a value depends on the column's type and the value only, never on its
+    neighbours (whether the column holds nulls, how it is sliced or chunked), so a row hashes
+    the same in a whole table and in any subset of it.
+    """
     t = col.type
     n = len(col)
     if n == 0:
         return []
-    if col.null_count == 0:
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            return _prefixed(s.encode("utf-8") for s in col.to_pylist())
-        if pa.types.is_fixed_size_list(t) and pa.types.is_primitive(t.value_type):
-            flat = col.flatten().to_numpy(zero_copy_only=False)
-            mat = np.ascontiguousarray(flat.reshape(n, t.list_size))
-            return _prefixed(row.tobytes() for row in mat)
-        if pa.types.is_integer(t) or pa.types.is_floating(t):
-            arr = np.ascontiguousarray(col.to_numpy(zero_copy_only=False))
-            width = arr.dtype.itemsize
-            raw = arr.tobytes()
-            return _prefixed(raw[i * width:(i + 1) * width] for i in range(n))
-        if pa.types.is_boolean(t):
-            return _prefixed(b"\x01" if v else b"\x00" for v in col.to_pylist())
-        if pa.types.is_list(t) and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
-            return _prefixed(("\x1f".join(v) + f"\x1e{len(v)}").encode("utf-8") for v in col.to_pylist())
-    # anything else (nested structs, nulls): the Python value's repr, which is deterministic for
-    # the str / int / float / bool / None / list / dict values Arrow returns
-    return _prefixed(repr(v).encode("utf-8") for v in col.to_pylist())
+    out: list[bytes]
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        out = _prefixed(s.encode("utf-8") for s in col.fill_null("").to_pylist())
+    elif pa.types.is_fixed_size_list(t) and pa.types.is_primitive(t.value_type) and col.null_count == 0:
+        flat = col.flatten().to_numpy(zero_copy_only=False)
+        mat = np.ascontiguousarray(flat.reshape(n, t.list_size))
+        out = _prefixed(row.tobytes() for row in mat)
+    elif pa.types.is_fixed_size_list(t) and pa.types.is_primitive(t.value_type):
+        dtype = t.value_type.to_pandas_dtype()
+        out = _prefixed(np.asarray(v if v is not None else [], dtype=dtype).tobytes() for v in col.to_pylist())
+    elif pa.types.is_integer(t) or pa.types.is_floating(t):
+        arr = np.ascontiguousarray(col.fill_null(0).to_numpy(zero_copy_only=False))
+        width = arr.dtype.itemsize
+        raw = arr.tobytes()
+        out = _prefixed(raw[i * width:(i + 1) * width] for i in range(n))
+    elif pa.types.is_boolean(t):
+        out = _prefixed(b"\x01" if v else b"\x00" for v in col.to_pylist())
+    elif pa.types.is_list(t) and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+        out = _prefixed(("\x1f".join(x or "" for x in v) + f"\x1e{len(v)}").encode("utf-8")
+                        for v in (v or [] for v in col.to_pylist()))
+    else:
+        # anything else (nested structs): the Python value's repr, which is deterministic for
+        # the str / int / float / bool / None / list / dict values Arrow returns
+        return _prefixed(repr(v).encode("utf-8") for v in col.to_pylist())
+    if col.null_count:
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        out = [b if ok else _NULL for b, ok in zip(out, valid)]
+    return out
 
 
 def row_hashes(table: pa.Table | pa.RecordBatch) -> list[int]:
