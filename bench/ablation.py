@@ -172,6 +172,42 @@ def _f(key: str, v) -> str:
     return f"{v:.3f}" if "mrr" in key else f"{100 * v:.1f}"
 
 
+# (set, metric, at least, label): the retrieval goals of the issue, read on the test halves
+GOALS = (("s10", "hit@5", 0.96, "S10 R@5 >= 96"), ("s10", "hit@1", 0.82, "S10 R@1 >= 82"),
+         ("musique", "src_recall@5", 0.68, "MuSiQue R@5 >= 68"), ("dcd", "value_hit@5", 0.97, "DCD value@5 >= 97"),
+         ("dcd_natural", "value_hit@5", 0.97, "DCD natural phrasing value@5 >= 97"))
+P95_GOAL_MS = 150.0
+
+
+def goals_table(report: dict) -> list[str]:
+    """Markdown rows: each goal, the full configuration's test-half and dev-half figures."""
+    sets = report["sets"]
+    rows = ["#### goals (full configuration; the goals are read on the test halves)", "",
+            "| goal | test | dev | met on test |", "|---|---|---|---|"]
+    for name, key, least, label in GOALS:
+        full = sets.get(name, {}).get("configs", {}).get("full")
+        if full is None:
+            continue
+        t, d = full["test"].get(key), full["dev"].get(key)
+        rows.append(f"| {label} | {_f(key, t)} | {_f(key, d)} | {'yes' if t is not None and t >= least else 'no'} |")
+    for name, res in sets.items():
+        cfgs = res["configs"]
+        if "full" not in cfgs:
+            continue
+        key = res["primary"] + "@5"
+        singles = {r: cfgs[r]["test"].get(key) or 0.0 for r in SINGLE_ROUTES if r in cfgs}
+        if singles:
+            best = max(singles, key=singles.get)
+            f = cfgs["full"]["test"].get(key) or 0.0
+            rows.append(f"| {name}: full >= best single route ({best}) at 5, 1 point slack | {_f(key, f)} vs "
+                        f"{_f(key, singles[best])} | - | {'yes' if f >= singles[best] - SLACK - 1e-9 else 'no'} |")
+        p95 = (cfgs["full"]["all"].get("latency") or {}).get("p95_ms")
+        if p95 is not None:
+            rows.append(f"| {name}: full p95 <= {P95_GOAL_MS:.0f} ms (all questions) | {p95} | - | "
+                        f"{'yes' if p95 <= P95_GOAL_MS else 'no'} |")
+    return rows + [""]
+
+
 def render(report: dict) -> str:
     """Markdown: one table per set, rows = configurations, dev | test | all per metric."""
     m = report["machine"]
@@ -193,6 +229,7 @@ def render(report: dict) -> str:
             lat = agg["all"].get("latency") or {}
             lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
         lines.append("")
+    lines += goals_table(report)
     bad = report.get("check")
     if bad is not None:
         lines.append("Check (full >= best single route - 1 point at 5, all questions): "

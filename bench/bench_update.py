@@ -29,6 +29,23 @@ def _vdgr(args: list[str]) -> tuple[float, str]:
     return run_timed([vdgr_command(), *args, "-q"])
 
 
+def _embedded_texts(index: Path) -> set:
+    """The distinct texts the index's vectors were computed from (chunks and directory nodes)."""
+    from schemas import tables as T
+    from types import SimpleNamespace
+
+    from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text
+    from vdgr_core.store.reader import IndexReader
+
+    r = IndexReader(str(index))
+    out = {content_embedding_text(p, t) for p, t in
+           zip(*(r.arrow(T.CONTENTS, ["path", "text"]).column(c).to_pylist() for c in ("path", "text")))}
+    d = r.arrow(T.DIRECTORIES, ["full_path", "summary"])
+    out |= {directory_embedding_text(SimpleNamespace(full_path=tuple(fp), summary=sm or "")) for fp, sm in
+            zip(d.column("full_path").to_pylist(), d.column("summary").to_pylist())}
+    return out
+
+
 def _ids(index: Path, table: str, column: str) -> set:
     from vdgr_core.store.reader import IndexReader
 
@@ -69,6 +86,7 @@ def main(argv=None) -> int:
     emb = ["--embedding", args.embedding]
     full_s, _ = _vdgr(["index", str(corpus), "--index", str(index), *emb])
     chunks_before = _ids(index, "contents", "chunk_id")
+    texts_before = _embedded_texts(index)
     dirs_before = _ids(index, "directories", "node_id")
     docs = sorted(p for p in corpus.rglob("*.md"))
     changed = _change(docs, "B")
@@ -77,6 +95,9 @@ def main(argv=None) -> int:
     computed = int(m.group(1).replace(",", "")) if m else -1
     new_chunks = len(_ids(index, "contents", "chunk_id") - chunks_before)
     new_dirs = len(_ids(index, "directories", "node_id") - dirs_before)
+    # measured: texts in the index after the update that it did not hold before (each needed a
+    # vector; equal texts share one), to compare with the embeddings the update reports
+    new_texts = len(_embedded_texts(index) - texts_before)
     _change(docs, "W")
     _, warm_out = run_timed([sys.executable, "-c", _WARM, str(corpus), str(index), args.embedding])
     warm = json.loads(warm_out.strip().splitlines()[-1])
@@ -89,6 +110,8 @@ def main(argv=None) -> int:
         "embeddings_computed": computed,
         "new_or_changed_chunks": new_chunks,
         "new_directory_nodes": new_dirs,
+        "new_distinct_texts": new_texts,
+        "embeddings_equal_new_texts": computed == new_texts,
         "warm_update_s": round(warm["update_s"], 2),
         "warm_ratio_update_to_full": round(warm["update_s"] / full_s, 3),
         "warm_embeddings_computed": warm["embeddings_computed"],

@@ -67,7 +67,7 @@ def supported(flags: list[str]) -> tuple[list[str], list[str]]:
 
 def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) -> dict:
     """Build ``index`` from ``corpus`` unless a committed index of the same corpus and
-    arguments is there already.
+    arguments, index format and content rules is there already.
 
     Returns
     -------
@@ -79,7 +79,12 @@ def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) ->
     RuntimeError
         When ``vdgr index`` fails (see ``log``).
     """
-    key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args)}
+    from vdgr_core.safety import content_rules
+    from vdgr_core.store.manifest import FORMAT_VERSION
+
+    # an index of an older format or made under other content rules is built again
+    key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args), "index_format": FORMAT_VERSION,
+           "content_rules": content_rules()}
     stamp = index.parent / f"{index.name}.stamp.json"     # beside the index, not inside it
     info = {"path": str(index), **key}
     if (index / "manifest.json").exists() and stamp.exists():

@@ -53,7 +53,7 @@ from vdgr_core.indexing.tree_summary import llm_directory_summarizer
 from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.store import digest as dg
-from vdgr_core.store.failpoints import failpoint
+from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.graph_csr import GraphBuilder
 from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
@@ -589,6 +589,7 @@ def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Tab
         deleted += table.delete(col(key).isin(keys[start:start + _IN_CHUNK])).num_deleted_rows
     if added.num_rows:
         table.add(added)
+    failpoint(TABLE_POINT.format(name))
     return TableWrite(name, table.version, table.count_rows()), deleted, added.num_rows
 
 

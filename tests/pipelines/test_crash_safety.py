@@ -43,7 +43,8 @@ def _digests(index: str) -> tuple:
     """Table digests, build id, shard folders, and what each shard holds (read back: a remote
     shard is fetched, which needs its completion marker)."""
     r = IndexReader(index)
-    return ({n: table_digest(n, r.arrow(n)) for n in T.TABLES}, r.manifest.build_id, dict(r.manifest.tantivy_shards),
+    folders = {d: tuple(s.folder for s in shards) for d, shards in r.manifest.tantivy_shards.items()}
+    return ({n: table_digest(n, r.arrow(n)) for n in T.TABLES}, r.manifest.build_id, folders,
             {d: r.shard(d).num_docs for d in sorted(r.manifest.tantivy_shards)})
 
 
@@ -100,14 +101,15 @@ def test_kill_at_failpoint_leaves_old_or_new_and_rerun_converges(crashed, case, 
         assert _snapshot(index) == crashed["new"]
     if point == "store.folder_uploaded_without_marker":
         loc = IndexLocation(index)
-        incomplete = [f for f in set(crashed["new_digests"][2].values()) - set(crashed["old_digests"][2].values())
-                      if loc.exists(f) and not loc.folder_complete(f)]
+        new = {f for fs in crashed["new_digests"][2].values() for f in fs}
+        old = {f for fs in crashed["old_digests"][2].values() for f in fs}
+        incomplete = [f for f in new - old if loc.exists(f) and not loc.folder_complete(f)]
         assert incomplete, "the upload left no partial folder"
     config = _cfg(crashed["new_corpus"], index)
     (run_build if command == "index" else run_update)(config)
     if remote:
         assert _digests(index) == crashed["new_digests"]
-        for folder in crashed["new_digests"][2].values():
+        for folder in (f for fs in crashed["new_digests"][2].values() for f in fs):
             assert IndexLocation(index).exists(f"{folder}/{COMPLETE_MARKER}")
     else:
         assert _snapshot(index) == crashed["new"]

@@ -89,7 +89,7 @@ def test_no_table_shard_or_file_of_the_index_holds_a_secret(built):
         for row in reader.arrow(name).to_pylist():
             for s in _strings(row):
                 assert not any(secret in s for secret in SECRETS), (name, s)
-    for folder in reader.manifest.tantivy_shards.values():     # stored fields (compressed on disk)
+    for folder in reader.manifest.all_shard_folders():     # stored fields (compressed on disk)
         searcher = tantivy.Index.open(os.path.join(index, folder)).searcher()
         hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
         assert hits

@@ -129,7 +129,7 @@ def test_streamed_llm_answer_redacts_secrets(llm_live, openai_server):
     stream = _client(llm_live).chat.completions.create(
         model="vdgr", stream=True, messages=[{"role": "user", "content": LEAVE_Q}])
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-    assert "hunter2" not in text and "[redacted password]" in text
+    assert "hunter2" not in text and "[REDACTED:password]" in text
 
 
 def test_low_confidence_skips_the_llm(llm_live, openai_server):

@@ -42,7 +42,7 @@ def llm_kb(tiny_index, openai_server):
 
 def test_llm_router_answer_and_call_count(llm_kb, openai_server):
     openai_server.responder = _responder(json.dumps({"domain": "Galaxy_S10", "reason": "named"}))
-    kb = llm_kb()
+    kb = llm_kb(routes=("hybrid", "toc", "graph"))
     r = kb.query("How does Wireless PowerShare work on the Galaxy S10?")
     assert [d.domain for d in r.routing] == ["Galaxy_S10"]
     assert r.answer == ANSWER

@@ -62,7 +62,8 @@ def test_each_route_alone_finds_the_section(open_kb, route):
     assert f"route_{route}" in r.trace.timings_ms
 
 
-def test_parallel_composition_lists_every_route(kb):
+def test_parallel_composition_lists_every_route(open_kb):
+    kb = open_kb(routes=("hybrid", "toc", "graph"))
     r = kb.query("How does Wireless PowerShare charge another device?", k=5)
     assert len(r.evidence) <= 5
     top = r.evidence[0]
@@ -75,7 +76,7 @@ def test_parallel_composition_lists_every_route(kb):
 
 
 def test_sequential_composition_stops_when_route1_suffices(open_kb):
-    kb = open_kb(composition="sequential", backtrack=False, reflection=False)
+    kb = open_kb(routes=("hybrid", "toc", "graph"), composition="sequential", backtrack=False, reflection=False)
     r = kb.query("Wireless PowerShare battery level", domain="Galaxy_S10")
     assert "route_hybrid" in r.trace.timings_ms
     assert "route_toc" not in r.trace.timings_ms and "route_graph" not in r.trace.timings_ms
