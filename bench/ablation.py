@@ -77,7 +77,7 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     for r in full_routes:
         if r != "hybrid" and len(full_routes) > 1:
             out.append((f"full - {r}", {"routes": tuple(x for x in full_routes if x != r)}))
-    from schemas.config import QueryConfig
+    from schemas.config import QueryConfig, RerankerConfig
 
     default = QueryConfig()
     for r in ("toc", "graph"):                 # secondary routes off by default: what they would add
@@ -89,6 +89,8 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
                else ("full + reflection", {"reflection": True}))
     if not default.reflection_bridge:
         out.append(("full + bridge reflection", {"reflection_bridge": True}))
+    if default.reranker.kind == "none":
+        out.append(("full + section rerank", {"reranker": RerankerConfig(kind="section")}))
     out.append(("full - routing", {"routing": False}))
     return out
 

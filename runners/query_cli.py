@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from schemas.config import EmbeddingConfig, GuardrailConfig, LLMConfig, QueryConfig
+from schemas.config import EmbeddingConfig, GuardrailConfig, LLMConfig, QueryConfig, RerankerConfig
 from schemas.errors import VdgrError
 
 ROUTES = ("bm25", "dense", "hybrid", "toc", "graph")
@@ -49,6 +49,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-cache", default=None, help="sqlite file for the LLM cache")
     p.add_argument("--llm-structured-output", choices=("json_schema", "json_object"), default="json_schema",
                    help="how structured replies are requested (json_object: llama.cpp's server)")
+    p.add_argument("--reranker", choices=("none", "section", "cross_encoder", "llm"), default=None,
+                   help="re-rank route 1's sections (default none; section: offline section re-scoring)")
+    p.add_argument("--reranker-model-path", default=None, help="local cross-encoder folder (--reranker cross_encoder)")
     p.add_argument("--deny-list", help="file of blocked words or phrases, one per line (query screen)")
 
 
@@ -75,6 +78,8 @@ def _config(args, manifest) -> QueryConfig:
         extra["k"] = args.k
     if args.composition:
         extra["composition"] = args.composition
+    if getattr(args, "reranker", None):
+        extra["reranker"] = RerankerConfig(kind=args.reranker, model_path=args.reranker_model_path)
     if args.deny_list:
         with open(args.deny_list, encoding="utf-8") as f:
             terms = tuple(t.strip() for t in f if t.strip() and not t.startswith("#"))

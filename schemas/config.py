@@ -185,7 +185,9 @@ def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool)
 
 
 class RerankerConfig(_Frozen):
-    kind: Literal["none", "cross_encoder", "llm"] = "none"
+    # "section": offline re-scoring by how much of the question the whole section covers;
+    # "cross_encoder": a local model folder (no package ships cross-encoder weights offline)
+    kind: Literal["none", "section", "cross_encoder", "llm"] = "none"
     model_path: Optional[str] = None
     top_n: int = Field(default=30, ge=1)
 

@@ -1,4 +1,5 @@
-"""Pluggable re-rankers of route 1's sections: none, a local cross-encoder, or an LLM.
+"""Pluggable re-rankers of route 1's sections: none, offline section re-scoring, a local
+cross-encoder, or an LLM.
 
 A re-ranker reads each candidate section's passage (its matched chunks merged, see
 :mod:`vdgr_core.query.passage`) and returns the sections reordered with its own scores.
@@ -14,6 +15,7 @@ from vdgr_core.query.constrained import scores_model
 from vdgr_core.query.data import IndexData
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.passage import section_passage
+from vdgr_core.query.textutil import overlap, terms
 
 
 class Reranker(Protocol):
@@ -41,6 +43,38 @@ class NoReranker:
 
     def rerank(self, question, hits, data):
         return list(hits)
+
+
+class SectionRescorer:
+    """Offline section-level re-scoring: no model, no LLM.
+
+    Chunks match precisely but a question's words are often spread over a section's chunks and
+    its headings. Each candidate is scored by the share of the question's content words that
+    its whole section holds (every chunk's text and the section's heading path), and that order
+    is fused with the incoming one by reciprocal rank (``rrf_k``), so a section that covers the
+    question moves up without the fused order being thrown away.
+    """
+
+    name = "section"
+
+    def __init__(self, rrf_k: int = 60):
+        self._rrf_k = rrf_k
+
+    def rerank(self, question, hits, data):
+        hits = list(hits)
+        if not hits:
+            return []
+        q = terms(question)
+        c = data.contents
+        cover = []
+        for h in hits:
+            rows = data.sections.rows[h.section]
+            head = " ".join(c.path[int(rows[0])]) if len(rows) else ""
+            cover.append(overlap(q, head + "\n" + "\n".join(c.text[int(r)] for r in rows)))
+        by_cover = sorted(range(len(hits)), key=lambda i: (-cover[i], i))
+        lex_rank = {i: r for r, i in enumerate(by_cover)}
+        scores = [1.0 / (self._rrf_k + i + 1) + 1.0 / (self._rrf_k + lex_rank[i] + 1) for i in range(len(hits))]
+        return _reordered(hits, scores, data)
 
 
 class CrossEncoderReranker:
@@ -113,6 +147,8 @@ def make_reranker(config: RerankerConfig, llm=None) -> Reranker:
     """The re-ranker ``config.kind`` names (``llm`` needs an LLM client)."""
     if config.kind == "none":
         return NoReranker()
+    if config.kind == "section":
+        return SectionRescorer()
     if config.kind == "cross_encoder":
         return CrossEncoderReranker(config.model_path or "")
     if llm is None:

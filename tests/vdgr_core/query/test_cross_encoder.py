@@ -43,3 +43,4 @@ def test_cross_encoder_reranks_every_section_by_model_score(tiny_cross_encoder, 
     expected = sorted(range(4), key=lambda i: (-float(scores[i]), int(data.sections.id_rank[i])))
     assert [h.section for h in ranked] == expected
     assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+
