@@ -12,7 +12,9 @@ question). Each question falls in the development or the test half by a hash of 
 
 Configurations: the single routes (``bm25``, ``dense``, ``hybrid`` = route 1, ``toc``,
 ``graph``; routing stays on, it is a scope decision, not a route), ``full`` (the default
-``QueryConfig``) and ``full - X`` for every component X of the default.
+``QueryConfig``), ``full - X`` for every component X of the default, ``full + X`` for every
+component off by default (TOC, backtracking, the bridge-entity query, section re-scoring) and
+``full`` with each other fusion method for route 1 and across routes (RRF vs convex vs z-score).
 
 ``--check`` fails (exit 1) when on any set the full configuration's primary metric at 5
 (R@5; passage recall@5 on MuSiQue; value@5 on DCD) is more than one point below the best
@@ -92,6 +94,11 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     if default.reranker.kind == "none":
         out.append(("full + section rerank", {"reranker": RerankerConfig(kind="section")}))
     out.append(("full - routing", {"routing": False}))
+    for method in ("rrf", "convex", "zscore"):     # the fusion alternatives (RRF vs score-based)
+        if method != default.hybrid_fusion:
+            out.append((f"full, {method} route-1 fusion", {"hybrid_fusion": method}))
+        if method != default.route_fusion:
+            out.append((f"full, {method} route fusion", {"route_fusion": method}))
     return out
 
 

@@ -20,6 +20,7 @@ import sys
 import time
 
 from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
+from bench.run_eval import commit, machine
 
 _EMBED_ALONE = r"""
 import json, sys, time
@@ -57,6 +58,8 @@ def main(argv=None) -> int:
     manifest = json.loads((index / "manifest.json").read_text())
     chunks = manifest["counts"]["contents"]
     result = {
+        "kind": "build",
+        "dataset": "build",
         "corpus": "EManual S10 + 32 manuals",
         "embedding": args.embedding,
         "documents": manifest["counts"]["documents"],
@@ -72,13 +75,31 @@ def main(argv=None) -> int:
         "ratio_build_to_embed_alone": round(build_s / (embed["embed_s"] + embed["load_s"]), 2),
         "build_summary": build_out.strip().splitlines()[-10:],
         "command": "python -m bench.bench_build",
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{os.uname().sysname} {os.uname().machine}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit(),
+        "machine": machine(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k != "build_summary"}, indent=2))
     return 0
+
+
+def render(report: dict) -> str:
+    """The BENCHMARKS.md block of a bench_build report."""
+    m = report["machine"]
+    r = report
+    return "\n".join([
+        "### build (full build vs embedding alone)", "",
+        f"- command: `{r['command']}`", f"- date: {r['date']}; commit: {r.get('commit') or 'unknown'}",
+        f"- machine: `{m['uname']}`, {m['nproc']} CPUs" if isinstance(m, dict) else f"- machine: {m}",
+        f"- corpus: {r['corpus']}, {r['embedding']} embeddings; `vdgr index` in a subprocess, then the same "
+        "distinct texts embedded alone in one process (model load included)", "",
+        "| documents | chunks | directory nodes | build wall s | chunks/s | peak RSS MB (children) | texts embedded (distinct) | embed alone s | build / embed alone |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {r['documents']:,} | {r['chunks']:,} | {r['directories']:,} | {r['build_wall_s']} | {r['chunks_per_s']} | "
+        f"{r['peak_rss_mb']:,} | {r['embed_texts']:,} ({r['embed_distinct_texts']:,}) | {r['embed_alone_with_load_s']} | "
+        f"{r['ratio_build_to_embed_alone']} |", ""])
 
 
 if __name__ == "__main__":

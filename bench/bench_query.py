@@ -7,7 +7,7 @@ all-manuals settings (``scoped``: domain given, ``named``: product named in the 
 ``unscoped``) with three configurations side by side, interleaved question by question so that
 noise from a shared machine hits both alike:
 
-- ``route 1``: hybrid (BM25 + dense + RRF) with routing, no TOC/graph, no backtracking/reflection;
+- ``route 1``: hybrid (BM25 + dense, the default fusion) with routing, no TOC/graph, no backtracking/reflection;
 - ``default``: the default QueryConfig (schemas/config.py);
 - ``all routes``: every component on (hybrid + TOC + graph, backtracking, reflection, routing).
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
+from bench.run_eval import commit, machine
 
 
 def _vdgr(args: list[str]) -> tuple[float, str]:
@@ -102,6 +103,8 @@ def main(argv=None) -> int:
     _, warm_out = run_timed([sys.executable, "-c", _WARM, str(corpus), str(index), args.embedding])
     warm = json.loads(warm_out.strip().splitlines()[-1])
     result = {
+        "kind": "update",
+        "dataset": "update",
         "documents": len(docs),
         "documents_changed": len(changed),
         "full_build_s": round(full_s, 1),
@@ -117,13 +120,32 @@ def main(argv=None) -> int:
         "warm_embeddings_computed": warm["embeddings_computed"],
         "update_output": out.strip().splitlines(),
         "command": "python -m bench.bench_update",
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{os.uname().sysname} {os.uname().machine}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit(),
+        "machine": machine(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
     return 0
+
+
+def render(report: dict) -> str:
+    """The BENCHMARKS.md block of a bench_update report."""
+    m, r = report["machine"], report
+    return "\n".join([
+        "### update (1% of the documents changed)", "",
+        f"- command: `{r['command']}`", f"- date: {r['date']}; commit: {r.get('commit') or 'unknown'}",
+        f"- machine: `{m['uname']}`, {m['nproc']} CPUs" if isinstance(m, dict) else f"- machine: {m}",
+        "- corpus: EManual S10 + 32 manuals; each changed document gets one new paragraph; `vdgr update` in a "
+        "new process (model load included), then the same kind of change applied in a warm process", "",
+        "| documents | changed | full build s | update s | update / full | warm update s | warm / full | "
+        "embeddings computed | new distinct texts in the index (measured) | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {r['documents']:,} | {r['documents_changed']} | {r['full_build_s']} | {r['update_s']} | "
+        f"{r['ratio_update_to_full']} | {r['warm_update_s']} | {r['warm_ratio_update_to_full']} | "
+        f"{r['embeddings_computed']} | {r.get('new_distinct_texts', '-')} | "
+        f"{'yes' if r.get('embeddings_equal_new_texts') else 'no'} |", ""])
 
 
 if __name__ == "__main__":

@@ -12,19 +12,22 @@ from typing import Callable
 
 from bench import convert_dcd, convert_emanual, convert_musique
 
-# (name, flags of `vdgr query`). Each row adds one component to the previous one.
+# (name, flags of `vdgr query`). Each row up to "all components" adds one component to the
+# previous one; "default" is `vdgr query` without flags (the defaults chosen by bench/ablation.py).
 _OFF = ["--no-backtrack", "--no-reflection", "--no-routing"]
+_ALL = ["--routes", "hybrid,toc,graph"]
 CONFIGS: list[tuple[str, list[str]]] = [
     ("bm25", ["--routes", "bm25", *_OFF]),
     ("dense", ["--routes", "dense", *_OFF]),
     ("hybrid (route 1)", ["--routes", "hybrid", *_OFF]),
     ("+ toc", ["--routes", "hybrid,toc", *_OFF]),
-    ("+ graph", ["--routes", "hybrid,toc,graph", *_OFF]),
-    ("+ backtracking", ["--routes", "hybrid,toc,graph", "--no-reflection", "--no-routing"]),
-    ("+ reflection", ["--routes", "hybrid,toc,graph", "--no-routing"]),
-    ("+ routing (full)", ["--routes", "hybrid,toc,graph"]),
+    ("+ graph", [*_ALL, *_OFF]),
+    ("+ backtracking", [*_ALL, "--backtrack", "--no-reflection", "--no-routing"]),
+    ("+ reflection", [*_ALL, "--backtrack", "--reflection", "--no-routing"]),
+    ("+ routing (all components)", [*_ALL, "--backtrack", "--reflection"]),
+    ("default", []),
 ]
-QUICK_CONFIGS = ("bm25", "hybrid (route 1)", "+ routing (full)")
+QUICK_CONFIGS = ("bm25", "hybrid (route 1)", "default")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ wall time (`trace.timings_ms.total`). See bench/README.md for the data and the m
 
 
 RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve", "confidence": "bench.bench_confidence",
-             "compress": "bench.bench_compress", "llm": "bench.bench_llm"}
+             "compress": "bench.bench_compress", "llm": "bench.bench_llm", "build": "bench.bench_build",
+             "update": "bench.bench_update"}
 
 
 def merge_block(text: str, name: str, body: str) -> str:
@@ -60,7 +61,7 @@ def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list
     done = []
     for p in reports:
         report = json.loads(p.read_text(encoding="utf-8"))
-        if "dataset" not in report:  # bench_build / bench_update: the hand-written Indexing section
+        if "dataset" not in report:  # a report that writes its own block (ablation) or an older one
             continue
         if report.get("kind") in RENDERERS:          # a performance report: its module renders it
             import importlib

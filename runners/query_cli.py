@@ -37,7 +37,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--composition", choices=("parallel", "sequential"), default=None)
     p.add_argument("--backtrack", action="store_true", help="widen weak evidence through the TOC (off by default)")
     p.add_argument("--no-backtrack", action="store_true", help="(the default) no backtracking")
-    p.add_argument("--no-reflection", action="store_true")
+    p.add_argument("--reflection", action="store_true", help="judge the evidence and search again when it "
+                   "falls short (off by default offline; see BENCHMARKS.md, ablation)")
+    p.add_argument("--no-reflection", action="store_true", help="(the default) no reflection")
     p.add_argument("--no-routing", action="store_true")
     p.add_argument("--embedding", choices=("minilm", "hashing", "openai"), default=None,
                    help="embedder kind (default: the kind the index was built with)")
@@ -88,8 +90,12 @@ def _config(args, manifest) -> QueryConfig:
         extra["backtrack"] = True
     elif args.no_backtrack:
         extra["backtrack"] = False
+    if args.reflection and not args.no_reflection:
+        extra["reflection"] = True
+    elif args.no_reflection:
+        extra["reflection"] = False
     return QueryConfig(embedding=emb, llm=llm,
-                       reflection=not args.no_reflection, routing=not args.no_routing, **extra)
+                       routing=not args.no_routing, **extra)
 
 
 def run(args) -> int:

@@ -77,7 +77,7 @@ def test_backtracked_evidence_is_labelled_and_best_kept(kb):
 
 def test_reflection_rounds_are_bounded(open_kb):
     for rounds in (0, 1, 2):
-        kb = open_kb(reflection_rounds=rounds, backtrack=False)
+        kb = open_kb(reflection=True, reflection_rounds=rounds, backtrack=False)
         r = kb.query("zzqx plorf wibble", domain="Galaxy_S10")
         steps = [s for s in r.trace.steps if s.stage == "reflection"]
         assert len(steps) <= rounds

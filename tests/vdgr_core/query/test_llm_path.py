@@ -79,7 +79,7 @@ def test_llm_reflection_rounds_bounded_and_counted(llm_kb, openai_server):
         return json.dumps({"sufficient": False, "gap": "more", "refined_query": f"battery try {counter['n']}"})
 
     openai_server.responder = _responder(json.dumps({"domain": "Galaxy_S10", "reason": ""}), reflect)
-    r = llm_kb(reflection_rounds=2, backtrack=False, routes=("hybrid",)).query("Galaxy S10 battery")
+    r = llm_kb(reflection=True, reflection_rounds=2, backtrack=False, routes=("hybrid",)).query("Galaxy S10 battery")
     steps = [s for s in r.trace.steps if s.stage == "reflection"]
     assert len(steps) == 2 and counter["n"] == 2
     assert all(s.data["by"] == "llm" for s in steps)

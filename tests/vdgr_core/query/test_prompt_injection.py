@@ -100,7 +100,7 @@ def _responder(request):
 def test_injected_text_reaches_the_llm_only_inside_escaped_delimiters(index, openai_server):
     openai_server.responder = _responder
     llm = LLMClient(LLMConfig(base_url=openai_server.url, model="test", max_retries=0, backoff_s=0))
-    cfg = QueryConfig(embedding=EMBEDDING, routes=("hybrid", "toc", "graph"), backtrack=True,
+    cfg = QueryConfig(embedding=EMBEDDING, routes=("hybrid", "toc", "graph"), backtrack=True, reflection=True,
                       reranker=RerankerConfig(kind="llm"), reflection_rounds=2)
     kb = KnowledgeBase.open(index, cfg, llm=llm)
     result = kb.query("How do I reset the router?")
