@@ -201,13 +201,16 @@ class RerankerConfig(_Frozen):
 class QueryConfig(_Frozen):
     """Query-side settings.
 
-    The defaults were chosen on the development halves of the benchmark sets (bench/ablation.py,
-    BENCHMARKS.md): route 1 fuses BM25 and dense by z-scores (a list counts by how far its best
-    sections stand out from its own candidates, so a weak dense list cannot outvote a decisive
-    BM25 one), plus the graph route at weight 0.1 (RRF across routes). This is the one
-    combination whose R@5 is within a point of the best single route on every development half.
-    Offline reflection, the TOC route, backtracking and the bridge-entity follow-up are off:
-    each loses on at least one development half. Each stays one setting away.
+    The defaults were chosen on the development halves of the benchmark sets
+    (bench/fusion_study.py, bench/ablation.py, BENCHMARKS.md). Route 1 fuses BM25 and dense
+    sections by z-scores counted from each list's floor (a list counts by how far its best
+    sections stand out from its own candidates, and a section one list did not return is
+    scored at that list's floor, so a weak dense list cannot outvote a decisive BM25 hit).
+    The graph route is the second hop: a Personalized PageRank seeded by route 1's first
+    ``graph_n`` sections and, with ``graph_beta`` of the restart mass, the question's
+    entities; its ranking replaces route 1's (vdgr_core/query/pipeline.py). Offline
+    reflection, the TOC route, backtracking and the bridge-entity follow-up are off: each
+    loses on at least one development half. Each stays one setting away.
     """
 
     k: int = Field(default=10, ge=1, le=200)
@@ -224,9 +227,11 @@ class QueryConfig(_Frozen):
     toc_coarse_l: int = Field(default=50, ge=1)
     toc_fine: int = Field(default=5, ge=1)
     toc_max_contents: int = Field(default=40, ge=1)
-    graph_n: int = Field(default=10, ge=1)
+    graph_n: int = Field(default=5, ge=1)
     graph_m: int = Field(default=200, ge=1)
-    graph_beta: float = Field(default=0.8, ge=0, le=1)
+    graph_beta: float = Field(default=0.05, ge=0, le=1)
+    # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none)
+    graph_synonym_min: float = Field(default=0.95, ge=0, le=1.01)
     backtrack: bool = False
     backtrack_depth: int = Field(default=3, ge=0, le=10)
     reflection: bool = False

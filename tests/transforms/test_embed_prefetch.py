@@ -71,8 +71,25 @@ def test_a_build_with_texts_sent_ahead_equals_one_without(tmp_path, monkeypatch)
         return vec
 
     monkeypatch.setattr(EmbeddingPrefetcher, "take", counting_take)
+    import transforms.embed as embed_module
+    monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
     with EmbedderProcess(HASHING) as child, provided_embedder(HASHING, child):
         report = run_build(ahead)
     assert report.embeddings_computed > 0 and sum(taken) == report.embeddings_computed   # all sent ahead
     a, b = IndexReader(cfg.index), IndexReader(ahead.index)
     assert {n: table_digest(n, a.arrow(n)) for n in T.TABLES} == {n: table_digest(n, b.arrow(n)) for n in T.TABLES}
+
+
+def test_a_text_met_again_after_its_vector_was_taken_is_not_sent_again():
+    from transforms.embed import _MEMO
+
+    emb = _AsyncHashing()
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), batch_size=4, window=1)
+    pre.offer("again-key", "repeated manual text")
+    vec = pre.take("again-key")
+    assert vec is not None and len(emb.sent) == 1
+    _MEMO.put("again-key", vec)            # what the embedding step does with a taken vector
+    pre.offer("again-key", "repeated manual text")
+    pre.flush()
+    assert len(emb.sent) == 1              # not embedded a second time
+    assert pre.take("again-key") is None   # the embedding step then reads the memo

@@ -9,13 +9,18 @@ section fill the top of a list. Fusion combines section lists of several routes:
   blind to score shapes, but it also ignores how decisive a list is.
 - ``"convex"``: ``sum_l w_l * minmax_l(score)`` (Bruch, Gai & Ingber, TOIS 2023); the top of
   every list maps to 1 however weak the list is.
-- ``"zscore"``: ``sum_l w_l * z_l(score)`` with ``z_l`` the list's scores standardized by its
-  own mean and deviation over the candidates and mapped to [0, 1] on mean +- 3 deviations
-  (distribution-based score fusion): a list whose best candidates stand out from its own
-  background counts more than one whose candidates all score alike, whatever the scale.
+- ``"zscore"``: ``sum_l w_l * (score - floor_l) / sd_l``: each list's scores in units of its
+  own standard deviation over its candidates, counted from the list's floor (its last
+  candidate's score). A list whose best candidates stand out from its own background counts
+  more than one whose candidates all score alike, whatever the scale; a decisive hit is never
+  capped (no clipping at a few deviations).
 
-A section that a list did not return contributes nothing from it. Ties break on the
-section's stable rank.
+A section that a list did not return is scored at that list's floor: the list says only that
+the section scores no higher than its last candidate. With ``"zscore"`` and ``"convex"`` that
+is a contribution of 0; measured from the mean instead (or capped at mean - 3 deviations) a
+section missing from one list is pushed far below sections that list did return, which let a
+weak dense list outvote a decisive BM25 hit (bench/fusion_study.py measures both). Ties break
+on the section's stable rank.
 """
 from __future__ import annotations
 
@@ -82,10 +87,10 @@ def _normalized(scores: np.ndarray, method: FusionMethod, rrf_k: int) -> np.ndar
     if method == "convex":
         lo, hi = float(scores.min()), float(scores.max())
         return (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
-    mu, sd = float(scores.mean()), float(scores.std())
-    if sd <= 1e-12:
-        return np.full_like(scores, 0.5)
-    return np.clip((scores - (mu - 3.0 * sd)) / (6.0 * sd), 0.0, 1.0)
+    sd = float(scores.std())
+    if sd <= 1e-12:        # one candidate, or all alike: each counts one deviation
+        return np.ones_like(scores)
+    return (scores - float(scores.min())) / sd
 
 
 def fuse(lists: Sequence[SectionList], section_rank: np.ndarray, method: FusionMethod = "rrf",
@@ -188,3 +193,23 @@ def cap_per_document(hits: Sequence[SectionHit], doc_of: np.ndarray, k: int) -> 
     order = {id(h): i for i, h in enumerate(hits)}
     filled.sort(key=lambda h: order[id(h)])
     return filled + held[need:]
+
+
+def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: int) -> SectionList:
+    """The graph walk's sections (best first) carrying what the first hop knew of them.
+
+    A section both hold keeps the first hop's matched rows first and both routes; first-hop
+    sections the walk did not reach follow the walk's, in their order, so a domain without a
+    graph gives route 1's list back. At most ``limit`` sections.
+    """
+    first = {h.section: h for h in first_hop}
+    out: list[SectionHit] = []
+    for h in walk.hits:
+        f = first.pop(h.section, None)
+        if f is not None:
+            h = SectionHit(h.section, h.score, f.rows + tuple(r for r in h.rows if r not in f.rows),
+                           f.routes + tuple(x for x in h.routes if x not in f.routes))
+        out.append(h)
+    floor = min((h.score for h in out), default=0.0)
+    out += [SectionHit(h.section, floor, h.rows, h.routes) for h in first_hop if h.section in first]
+    return SectionList(walk.route, out[:limit])

@@ -8,8 +8,11 @@ A query seeds the walk in two ways (Gutiérrez et al., "From RAG to Memory", 202
   extractor's terms and the question's word n-grams), each weighted by its specificity
   ``1 / (number of passages mentioning it)``, so "journal" weighs little and
   "journal of psychotherapy integration" a lot;
-- **passage seeds**: the ``graph_n`` passages nearest to the query vector, weighted by their
-  min-max normalized similarity.
+- **passage seeds**: the best passage of each of the first ``graph_n`` sections of route 1's
+  fused list when the retriever hands them over (the default composition: the walk starts
+  from the first-hop evidence, as HippoRAG 2 starts from its dense hits), otherwise the
+  ``graph_n`` passages nearest to the query vector; weighted by their min-max normalized
+  score, so the best first-hop passage holds most of the restart mass.
 
 ``graph_beta`` splits the restart mass between the two (entities ``beta``, passages
 ``1 - beta``); without an entity seed all of it goes to the passages. The walk (damping
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -114,8 +117,57 @@ def _neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, allowed: np.ndarray) -
     return np.flatnonzero(reached)
 
 
+SYNONYMS_PER_ENTITY = 5     # strongest synonym edges kept per entity
+_BLOCK = 2048               # entity rows per similarity block
+
+
+def synonym_edges(vectors: np.ndarray, min_sim: float, per_node: int = SYNONYMS_PER_ENTITY) -> sp.csr_matrix:
+    """Symmetric edges between entities whose vectors are near-identical (HippoRAG's synonymy
+    edges): cosine >= ``min_sim``, at most ``per_node`` per entity, weighted by the cosine.
+
+    Rows are compared block by block, so memory stays ``_BLOCK x n``.
+    """
+    n = len(vectors)
+    if n < 2 or min_sim > 1.0:
+        return sp.csr_matrix((n, n), dtype=np.float64)
+    v = np.asarray(vectors, dtype=np.float32)
+    src, dst, w = [], [], []
+    for start in range(0, n, _BLOCK):
+        sims = v[start:start + _BLOCK] @ v.T
+        sims[np.arange(sims.shape[0]), np.arange(start, start + sims.shape[0])] = -1.0   # no self edge
+        for i, j in zip(*np.nonzero(sims >= min_sim)):
+            src.append(start + int(i))
+            dst.append(int(j))
+            w.append(float(sims[i, j]))
+    if not src:
+        return sp.csr_matrix((n, n), dtype=np.float64)
+    src_a, dst_a, w_a = np.array(src), np.array(dst), np.array(w)
+    # the strongest per_node of each entity (ties by index), then made symmetric
+    order = np.lexsort((dst_a, -w_a, src_a))
+    src_a, dst_a, w_a = src_a[order], dst_a[order], w_a[order]
+    first = np.r_[0, np.flatnonzero(np.diff(src_a)) + 1]
+    rank = np.arange(len(src_a)) - np.repeat(first, np.diff(np.r_[first, len(src_a)]))
+    keep = rank < per_node
+    m = sp.csr_matrix((w_a[keep], (src_a[keep], dst_a[keep])), shape=(n, n), dtype=np.float64)
+    return m.maximum(m.T).tocsr()
+
+
+def with_synonyms(g: DomainGraph, entity_vectors: np.ndarray, min_sim: float) -> DomainGraph:
+    """``g`` plus synonym edges among its entities (``entity_vectors``: global entity rows)."""
+    ne = len(g.entity_rows)
+    if ne < 2 or min_sim > 1.0:
+        return g
+    syn = synonym_edges(entity_vectors[g.entity_rows], min_sim)
+    if syn.nnz == 0:
+        return g
+    n = g.adj.shape[0]
+    pad = sp.bmat([[sp.csr_matrix((g.nc, g.nc)), None], [None, syn]], format="csr") if g.nc else syn
+    return DomainGraph(g.content_rows, g.entity_rows, (g.adj + pad.reshape((n, n))).tocsr(), g.passages_of_entity)
+
+
 class GraphRoute:
-    """Route 3 with per-domain graphs built on first use and cached."""
+    """Route 3 with per-domain graphs built on first use and cached (the stored has_entity and
+    co-occurrence adjacency plus synonym edges, ``QueryConfig.graph_synonym_min``)."""
 
     def __init__(self, data: IndexData, config: QueryConfig):
         self._data = data
@@ -126,7 +178,8 @@ class GraphRoute:
     def graph(self, domain: str) -> DomainGraph:
         with self._lock:
             if domain not in self._graphs:
-                self._graphs[domain] = build_domain_graph(self._data, domain)
+                self._graphs[domain] = with_synonyms(build_domain_graph(self._data, domain),
+                                                     self._data.entities.vectors, self._config.graph_synonym_min)
             return self._graphs[domain]
 
     def visible_entities(self, scope: QueryScope, domains: Sequence[str]) -> np.ndarray:
@@ -191,20 +244,28 @@ class GraphRoute:
         return sorted(spec, key=lambda r: (-spec[r], int(e.id_rank[r])))
 
     def search(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
-               k: int, trace: TraceRecorder) -> Ranked:
-        """Run route 3 and return its ranked content rows (route name ``graph``)."""
+               k: int, trace: TraceRecorder, seeds: Optional[Sequence[tuple[int, float]]] = None) -> Ranked:
+        """Run route 3 and return its ranked content rows (route name ``graph``).
+
+        ``seeds`` are (content row, score) passage seeds, best first (route 1's first
+        sections); without them the ``graph_n`` passages nearest to ``qvec`` seed the walk.
+        Seeds outside the scope are dropped (the walk never starts from a hidden passage).
+        """
         data, cfg = self._data, self._config
         c, e = data.contents, data.entities
         cmask = c.mask(scope.with_domains(domains))
         emask = self.visible_entities(scope, domains)
         exact = self.matched_entities(question, emask, domains)
-        cseeds = top_k(c.similarities(qvec), cmask, cfg.graph_n, c.id_rank)
+        if seeds is None:
+            cseeds = top_k(c.similarities(qvec), cmask, cfg.graph_n, c.id_rank)
+        else:
+            cseeds = [(int(r), float(s)) for r, s in seeds if cmask[int(r)]][: cfg.graph_n]
         cw = np.zeros(len(c))
         if cseeds:
             sims = np.array([s for _, s in cseeds])
             lo, hi = float(sims.min()), float(sims.max())
             for (r, s) in cseeds:
-                cw[r] = (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0
+                cw[r] = max(cw[r], (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0)
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
         sizes = 0
@@ -239,6 +300,6 @@ class GraphRoute:
             order = np.lexsort((c.id_rank[rows], -vals))[:k]
             hits = [(int(rows[i]), float(vals[i])) for i in order]
         trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
-                   f"{len(cseeds)} passage seeds",
+                   f"{len(cseeds)} passage seeds ({'route 1' if seeds is not None else 'dense'})",
                    matched=[e.name[r] for r in exact[:10]], contents=len(hits))
         return Ranked("graph", hits)

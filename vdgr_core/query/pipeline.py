@@ -3,16 +3,24 @@
 Every route returns sections (:class:`vdgr_core.query.fusion.SectionList`); the routes' lists
 are fused by one method (``QueryConfig.route_fusion``) with per-route weights
 (``QueryConfig.route_weights``).
+
+The graph route is a second hop, not a rival list: when route 1 (BM25, dense or hybrid) runs
+too, the walk starts from route 1's fused sections (HippoRAG 2 seeds its PageRank with the
+dense hits) and its ranking *replaces* route 1's list in the fusion. The first-hop evidence
+keeps the restart mass, so it stays on top, and passages that share entities with it (the
+bridges of a multi-hop question) move up behind it. Fusing the walk as one more list beside
+route 1 instead counted route 1's evidence twice and lost the walk's deep recall
+(bench/fusion_study.py).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from schemas.config import QueryConfig
 from vdgr_core.query.data import IndexData, QueryScope
-from vdgr_core.query.fusion import SectionHit, SectionList, by_section, fuse
+from vdgr_core.query.fusion import SectionHit, SectionList, by_section, fuse, with_first_hop
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.hybrid import CHUNKS_PER_SECTION, bm25_search, dense_search, hybrid_search
 from vdgr_core.query.reflection import judge
@@ -50,8 +58,12 @@ class Retriever:
         return max(self._config.k * DEPTH_PER_K, self._config.reranker.top_n)
 
     def run_route(self, route: str, question: str, qvec: np.ndarray, scope: QueryScope,
-                  domains: Sequence[str], trace: TraceRecorder) -> SectionList:
-        """Run one route by name, timed as ``route_<name>``."""
+                  domains: Sequence[str], trace: TraceRecorder,
+                  first_hop: Optional[Sequence[SectionHit]] = None) -> SectionList:
+        """Run one route by name, timed as ``route_<name>``.
+
+        ``first_hop`` (the graph route only): route 1's fused sections, which seed the walk and
+        are merged into its list (see the module docstring)."""
         cfg, data = self._config, self._data
         n = self.depth()
         of_row = data.sections.of_row
@@ -70,8 +82,11 @@ class Retriever:
             elif route == "toc":
                 out = toc_search(data, self.labels, question, scope, domains, cfg, trace, self._llm)
             elif route == "graph":
+                seeds = None if first_hop is None else [(h.row, h.score) for h in first_hop]
                 out = by_section(self._graph.search(question, qvec, scope, domains, n * CHUNKS_PER_SECTION,
-                                                    trace), of_row, n)
+                                                    trace, seeds), of_row, n)
+                if first_hop is not None:
+                    out = with_first_hop(out, first_hop, n)
             else:  # pragma: no cover - QueryConfig validates route names
                 raise ValueError(f"unknown route {route!r}")
         return out
@@ -82,14 +97,27 @@ class Retriever:
             return list(lists[0].hits)
         return fuse(lists, self._data.sections.id_rank, cfg.route_fusion, cfg.rrf_k, cfg.route_weights)
 
+    def _second_hop(self, lists: list[SectionList], question, qvec, scope, domains, trace) -> list[SectionList]:
+        """Route 1's lists replaced by the graph walk seeded from their fusion."""
+        first = [lst for lst in lists if lst.route in ROUTE1]
+        rest = [lst for lst in lists if lst.route not in ROUTE1]
+        head = self._fuse(first)
+        walk = self.run_route("graph", question, qvec, scope, domains, trace, first_hop=head)
+        return [walk, *rest]
+
     def retrieve(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
                  trace: TraceRecorder, routes: Sequence[str] | None = None) -> list[SectionHit]:
         """All routes fused (parallel) or route 1 first, escalating while insufficient."""
         cfg = self._config
         routes = list(routes or cfg.routes)
+        hop = "graph" in routes and any(r in ROUTE1 for r in routes)
         if cfg.composition == "parallel" or len(routes) == 1:
-            lists = [self.run_route(r, question, qvec, scope, domains, trace) for r in routes]
-            trace.step("retrieve", f"parallel routes fused ({cfg.route_fusion})",
+            lists = [self.run_route(r, question, qvec, scope, domains, trace)
+                     for r in routes if not (hop and r == "graph")]
+            if hop:
+                lists = self._second_hop(lists, question, qvec, scope, domains, trace)
+            trace.step("retrieve", f"parallel routes fused ({cfg.route_fusion})"
+                       + (", graph walk seeded by route 1" if hop else ""),
                        sizes={lst.route: len(lst.hits) for lst in lists})
             return self._fuse(lists)
         first = [r for r in routes if r in ROUTE1] or routes[:1]
@@ -104,7 +132,10 @@ class Retriever:
                        coverage=j.coverage, by=j.by)
             if j.sufficient:
                 break
-            lists.append(self.run_route(r, question, qvec, scope, domains, trace))
+            if r == "graph" and hop:
+                lists = self._second_hop(lists, question, qvec, scope, domains, trace)
+            else:
+                lists.append(self.run_route(r, question, qvec, scope, domains, trace))
             fused = self._fuse(lists)
         trace.step("retrieve", f"sequential routes fused ({cfg.route_fusion})",
                    sizes={lst.route: len(lst.hits) for lst in lists})

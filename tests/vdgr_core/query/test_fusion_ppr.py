@@ -2,7 +2,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vdgr_core.query.fusion import (Ranked, SectionHit, SectionList, add_candidates, by_section,
-                                    cap_per_document, fuse)
+                                    cap_per_document, fuse, with_first_hop)
 from vdgr_core.query.ppr import personalized_pagerank
 
 
@@ -66,6 +66,38 @@ def test_zscore_fusion_weighs_a_list_by_how_far_its_best_stand_out():
     assert fuse([bm, de], RANK, "zscore", weights={"bm25": 0.0})[0].section == 2
 
 
+def test_zscore_scores_a_section_missing_from_a_list_at_that_lists_floor():
+    # the S10 failure: BM25's decisive first hit (section 1) is not among dense's candidates,
+    # while dense's flat top (6, 7) also sits low in BM25. Scored from the mean (or capped at
+    # mean - 3 deviations) the missing section lost to sections both lists returned.
+    bm = _sl("bm25", [(1, 15.7), (2, 11.5), (3, 8.5), (4, 8.4), (5, 8.3), (6, 8.0), (7, 7.9)])
+    de = _sl("dense", [(6, 0.57), (7, 0.54), (2, 0.47), (8, 0.47), (9, 0.46), (10, 0.46)])
+    out = fuse([bm, de], RANK, "zscore")
+    assert out[0].section == 1
+    # a list's contribution is (score - its floor) / its deviation: its last candidate adds 0
+    sd = float(np.std([0.57, 0.54, 0.47, 0.47, 0.46, 0.46]))
+    by = {h.section: h.score for h in out}
+    assert abs(by[10] - 0.0) < 1e-12 and abs(by[9] - 0.0) < 1e-12
+    assert abs(by[8] - 0.01 / sd) < 1e-9
+    # a single candidate counts one deviation
+    assert [h.score for h in fuse([_sl("bm25", [(3, 4.0)]), _sl("dense", [])], RANK, "zscore")] == [1.0]
+
+
+def test_with_first_hop_merges_rows_and_routes_and_keeps_unreached_sections():
+    first = [SectionHit(1, 3.0, (10, 11), ("hybrid",)), SectionHit(2, 2.0, (20,), ("hybrid",)),
+             SectionHit(3, 1.0, (30,), ("hybrid",))]
+    walk = SectionList("graph", [SectionHit(1, 0.5, (12, 10), ("graph",)), SectionHit(9, 0.2, (90,), ("graph",)),
+                                 SectionHit(2, 0.1, (20,), ("graph",))])
+    out = with_first_hop(walk, first, limit=10).hits
+    assert [h.section for h in out] == [1, 9, 2, 3]       # the walk's order, then the unreached
+    assert out[0].rows == (10, 11, 12) and out[0].routes == ("hybrid", "graph")
+    assert out[1].routes == ("graph",)
+    assert out[3].score == 0.1 and out[3].routes == ("hybrid",)
+    assert len(with_first_hop(walk, first, limit=2).hits) == 2
+    # no graph (an empty walk): route 1's list comes back
+    assert [h.section for h in with_first_hop(SectionList("graph", []), first, 5).hits] == [1, 2, 3]
+
+
 def test_add_candidates_keeps_the_first_round_head():
     anchor = [SectionHit(s, 1.0 - s / 10, (s,), ("hybrid",)) for s in (1, 2, 3, 4)]
     extra = [SectionHit(9, 5.0, (90,), ("reflection",)), SectionHit(3, 5.0, (31,), ("reflection",)),
@@ -122,3 +154,19 @@ def test_ppr_prefers_nodes_near_the_seed():
     r = personalized_pagerank(adj.tocsr(), np.array([0, 1.0, 0, 0, 0, 0]))
     assert r[:3].sum() > r[3:].sum()
     assert r.argmax() == 1
+
+
+def test_synonym_edges_join_near_identical_entity_vectors_only():
+    from vdgr_core.query.graph_route import synonym_edges
+
+    v = np.array([[1.0, 0.0, 0.0], [0.999, 0.0447, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    m = synonym_edges(v, 0.95).toarray()
+    assert m[0, 1] > 0.95 and m[1, 0] == m[0, 1]           # symmetric, weighted by the cosine
+    assert m[0, 2] == 0 and m[2, 3] == 0 and np.all(np.diag(m) == 0)
+    assert synonym_edges(v, 1.01).nnz == 0                   # above 1: no synonym edges
+    # at most per_node edges per entity, the strongest kept
+    many = np.tile(v[:1], (6, 1)) + np.arange(6)[:, None] * np.array([[0.0, 1e-3, 0.0]], dtype=np.float32)
+    many /= np.linalg.norm(many, axis=1, keepdims=True)
+    out = synonym_edges(many, 0.95, per_node=2).toarray()
+    assert (out[0] > 0).sum() == 2 and out[0, 1] > 0 and out[0, 2] > 0
