@@ -7,7 +7,9 @@ One command::
 Measures, side by side in one run on one machine:
   1. the full build (`vdgr index`, a subprocess): wall time, chunks/s, peak RSS;
   2. embedding alone, in one process: the same texts the build embedded (the distinct content
-     and directory-summary texts, read back from the built index) in one `embed()` call;
+     and directory-summary texts, read back from the built index) in one `embed()` call, in
+     batches of one token count (reproducible vectors) and then, for the cost of that, in the
+     earlier batches padded to their longest text;
 and reports the ratio build / embed-alone (goal: at most 1.5). Writes bench/out/build.json.
 """
 from __future__ import annotations
@@ -38,9 +40,17 @@ distinct = sorted(set(texts))
 t0 = time.perf_counter()
 e = make_embedder(EmbeddingConfig(kind=sys.argv[2]))
 t1 = time.perf_counter()
-e.embed(distinct)
+grouped = e.embed(distinct)
 t2 = time.perf_counter()
-print(json.dumps({"texts": len(texts), "distinct": len(distinct), "load_s": t1 - t0, "embed_s": t2 - t1}))
+out = {"texts": len(texts), "distinct": len(distinct), "load_s": t1 - t0, "embed_s": t2 - t1}
+if hasattr(e, "group_by_length"):
+    # the earlier batching (longest first, padded to the batch's longest text), side by side
+    e.group_by_length = False
+    t3 = time.perf_counter()
+    padded = e.embed(distinct)
+    out["padded_embed_s"] = time.perf_counter() - t3
+    out["padded_max_abs_diff"] = float(abs(padded - grouped).max())
+print(json.dumps(out))
 """
 
 
@@ -73,6 +83,11 @@ def main(argv=None) -> int:
         "embed_alone_s": round(embed["embed_s"], 1),
         "embed_alone_with_load_s": round(embed["embed_s"] + embed["load_s"], 1),
         "ratio_build_to_embed_alone": round(build_s / (embed["embed_s"] + embed["load_s"]), 2),
+        "padded_embed_alone_s": round(embed["padded_embed_s"], 1) if "padded_embed_s" in embed else None,
+        "grouped_to_padded": (round(embed["embed_s"] / embed["padded_embed_s"], 2)
+                              if embed.get("padded_embed_s") else None),
+        "padded_max_abs_diff": embed.get("padded_max_abs_diff"),
+        "embeddings_computed": _computed(build_out),
         "build_summary": build_out.strip().splitlines()[-10:],
         "command": "python -m bench.bench_build",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -83,6 +98,13 @@ def main(argv=None) -> int:
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k != "build_summary"}, indent=2))
     return 0
+
+
+def _computed(summary: str):
+    import re
+
+    m = re.search(r"embeddings\s+([\d,]+) computed", summary)
+    return int(m.group(1).replace(",", "")) if m else None
 
 
 def render(report: dict) -> str:
@@ -99,7 +121,13 @@ def render(report: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|",
         f"| {r['documents']:,} | {r['chunks']:,} | {r['directories']:,} | {r['build_wall_s']} | {r['chunks_per_s']} | "
         f"{r['peak_rss_mb']:,} | {r['embed_texts']:,} ({r['embed_distinct_texts']:,}) | {r['embed_alone_with_load_s']} | "
-        f"{r['ratio_build_to_embed_alone']} |", ""])
+        f"{r['ratio_build_to_embed_alone']} |", "",
+        *([f"Embeddings the build computed: {r['embeddings_computed']:,} (distinct texts: "
+           f"{r['embed_distinct_texts']:,})."] if r.get("embeddings_computed") is not None else []),
+        *([f"Batching by token count (reproducible vectors) against the earlier padded batches, the same "
+           f"distinct texts in one process: {r['embed_alone_s']} s vs {r['padded_embed_alone_s']} s "
+           f"(ratio {r['grouped_to_padded']}); largest vector difference between the two "
+           f"{r['padded_max_abs_diff']:.1e}."] if r.get("padded_embed_alone_s") else []), ""])
 
 
 if __name__ == "__main__":

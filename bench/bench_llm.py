@@ -10,15 +10,17 @@ the quality). Steps:
    (``python -m llama_cpp.server``) on 127.0.0.1;
 2. index a part of ``examples/corpus`` (``--domains``; the build pipeline in this process) with
    the LLM annotating every chunk (summary + terms) and directory summaries;
-3. ``vdgr serve``'s application (uvicorn, in this process) on that index with the LLM: every question of ``examples/questions.jsonl``
-   whose gold domain was indexed goes through the router, TOC selection, reflection and the
-   streamed, checked answer (the official ``openai`` client, ``stream=True``);
+3. ``vdgr serve``'s application (uvicorn, in this process) on that index with the LLM and the
+   TOC route and reflection turned on: every question of ``examples/questions.jsonl`` whose gold
+   domain was indexed goes through the router, TOC selection, reflection and the streamed,
+   checked answer (the official ``openai`` client, ``stream=True``);
 4. the Ragas-style judge (``vdgr_core.eval.llm_judge``) scores each answer.
 
 Structured calls use ``structured_output="json_object"`` (llama.cpp's server constrains the
-reply to the JSON schema by a grammar), ``max_tokens`` 192 and one retry. Checked (exit 1 otherwise): every request answered 200,
-every routed domain is a real domain name, every structured call either parsed into its model or
-was counted as a fallback (``failures``), and calls and tokens are recorded per stage. The
+reply to the JSON schema by a grammar), ``max_tokens`` 192 and one retry. Checked (exit 1 otherwise): every request answered (errors
+counted, never assumed 0), every routed domain is a real domain name, every structured call either
+parsed into its model or was counted as a fallback (``failures``), no stage fell back on every
+call, each of :data:`REQUIRED_STAGES` was called, and calls and tokens are recorded per stage. The
 figures go to ``bench/out/llm.json`` and BENCHMARKS.md (block ``llm``).
 """
 from __future__ import annotations
@@ -41,6 +43,9 @@ from bench.run_eval import commit, machine
 
 MODEL = "gemma-3-270m"
 MAX_TOKENS = 192
+# query-time stages the run must reach (the defaults leave TOC and reflection off, so the
+# served configuration turns them on): router, TOC selection, reflection, streamed answer
+REQUIRED_STAGES = ("route_domain", "toc_select", "reflect", "answer_stream")
 
 
 class LlamaServer:
@@ -120,12 +125,19 @@ def ask_all(port: int, questions: list[dict], key: str) -> tuple[list[dict], str
     for q in questions:
         t0 = time.perf_counter()
         text, final = "", None
-        for chunk in client.chat.completions.create(model="vdgr", stream=True,
-                                                    messages=[{"role": "user", "content": q["question"]}]):
-            if chunk.choices and chunk.choices[0].delta.content:
-                text += chunk.choices[0].delta.content
-            if chunk.model_extra.get("trace"):
-                final = chunk.model_extra
+        try:
+            for chunk in client.chat.completions.create(model="vdgr", stream=True,
+                                                        messages=[{"role": "user", "content": q["question"]}]):
+                if chunk.choices and chunk.choices[0].delta.content:
+                    text += chunk.choices[0].delta.content
+                if chunk.model_extra.get("trace"):
+                    final = chunk.model_extra
+        except openai.APIError as exc:
+            rows.append({"id": q["id"], "question": q["question"], "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        if final is None:
+            rows.append({"id": q["id"], "question": q["question"], "error": "stream ended without the result"})
+            continue
         rows.append({"id": q["id"], "question": q["question"], "answer": text.strip(),
                      "reference": q.get("gold", {}).get("answer"), "seconds": round(time.perf_counter() - t0, 2),
                      "routing": [r["domain"] for r in final["routing"]],
@@ -144,7 +156,7 @@ def judge_all(url: str, rows: list[dict]) -> dict:
 
     llm = LLMClient(llm_config(url))
     scores, failed = [], 0
-    for r in rows:
+    for r in [r for r in rows if "error" not in r]:
         try:
             s = judge(llm, r["question"], r["answer"], r["contexts"], r["reference"])
             scores.append(s)
@@ -211,12 +223,17 @@ def main(argv=None) -> int:
         from vdgr_core.store.manifest import read_manifest
 
         dim = read_manifest(str(work / "index")).dim
-        cfg = QueryConfig(embedding=EmbeddingConfig(kind="hashing", dim=dim), llm=llm_config(llama.url))
+        # every LLM stage of the query side: the TOC route (LLM directory selection) and
+        # reflection are on here although the offline defaults leave them off
+        cfg = QueryConfig(embedding=EmbeddingConfig(kind="hashing", dim=dim), llm=llm_config(llama.url),
+                          routes=("hybrid", "toc", "graph"), reflection=True)
         with serve_index(str(work / "index"), cfg) as serve:      # uvicorn in this process
             rows, metrics = ask_all(serve.port, questions, STAFF)
         judged = judge_all(llama.url, rows)
         llama_exit = llama.proc.poll()   # None: the model server served to the end
     stages = stage_usage(metrics)
+    errors = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
     invalid = [d for r in rows for d in r["routing"] if d not in domains]
     report = {"dataset": "llm", "kind": "llm",
               "command": "make test-llm (python -m bench.bench_llm " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])) + ")",
@@ -225,7 +242,8 @@ def main(argv=None) -> int:
               "questions": rows, "stages": stages, "judge": judged,
               "mean_seconds": round(sum(r["seconds"] for r in rows) / max(len(rows), 1), 1),
               "mean_llm_calls": round(sum(r["llm_calls"] for r in rows) / max(len(rows), 1), 2),
-              "checks": {"http_errors": 0, "invalid_labels": len(invalid),
+              "errors": errors,
+              "checks": {"http_errors": len(errors), "invalid_labels": len(invalid),
                          "empty_answers": sum(1 for r in rows if not r["answer"])}}
     problems = []
     if llama_exit is not None:
@@ -234,8 +252,16 @@ def main(argv=None) -> int:
         problems.append(f"router returned labels outside the domain names: {invalid}")
     if report["checks"]["empty_answers"]:
         problems.append("empty answers")
+    if errors:
+        problems.append(f"{len(errors)} requests failed: {errors[0]['error']}")
     if not stages or not any(v["calls"] for v in stages.values()):
         problems.append("no LLM calls recorded per stage")
+    missing = [st for st in REQUIRED_STAGES if not stages.get(st, {}).get("calls")]
+    if missing:
+        problems.append(f"stages never called: {missing}")
+    dead = [st for st, v in stages.items() if v["calls"] and v["fallbacks"] >= v["calls"]]
+    if dead:
+        problems.append(f"every call of these stages fell back (the protocol is broken): {dead}")
     if build["llm_requests"] == 0:
         problems.append("the build made no LLM request")
     a.out.mkdir(parents=True, exist_ok=True)

@@ -115,8 +115,13 @@ class EmbeddingPrefetcher:
                 self._futures[k] = (fut, i)
 
     def take(self, key: str):
-        """The prefetched vector of ``key`` (waiting for it if needed), or None."""
+        """The prefetched vector of ``key`` (waiting for it if needed), or None.
+
+        A key still waiting in the window is sent first: otherwise the embedding step would
+        compute it too, and the window would still send it later (one text embedded twice)."""
         with self._lock:
+            if key in self._pending:
+                self._flush_locked()
             entry = self._futures.pop(key, None)
         if entry is None:
             return None

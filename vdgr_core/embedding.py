@@ -176,7 +176,7 @@ class MiniLMEmbedder:
             torch.set_num_threads(cores)
         self._torch = torch
         self._pooling, self._normalize, self._max_len = _st_modules(path)
-        self._run, dim = _load_transformer(path, self._max_len)
+        self._run, self._count_tokens, dim = _load_transformer(path, self._max_len)
         if dim != config.dim:
             raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
         self.dim = dim
@@ -197,17 +197,43 @@ class MiniLMEmbedder:
         if small:
             torch.set_num_threads(1)
         try:
-            # longest first, like sentence-transformers: batches of similar length pad little
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
             out = np.zeros((len(texts), self.dim), dtype=np.float32)
             with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self._bf16):
-                for start in range(0, len(order), self._batch_size):
-                    idx = order[start:start + self._batch_size]
+                for idx in self.batches(texts):
                     out[idx] = self._encode([texts[i] for i in idx])
         finally:
             if small:
                 torch.set_num_threads(threads)
         return _normalize_rows(out) if self._normalize else out
+
+    #: batches of texts of one token length (reproducible vectors); False: the earlier
+    #: longest-first batches padded to their longest text (kept to measure the cost)
+    group_by_length = True
+
+    def batches(self, texts: Sequence[str]) -> list[list[int]]:
+        """Indices of ``texts`` per model call, at most ``batch_size`` each.
+
+        Texts are grouped by their exact token count, so no text is ever padded: a text's
+        vector then depends on nothing but the text. Padded to its batch's longest text, a
+        vector moved by up to ~1e-3 under bf16 with its batch, so an update (a few texts) and a
+        rebuild (large batches) disagreed. Under bf16 the kernels give the same bits for a row
+        whatever the batch's row count and the thread count (tests/vdgr_core/test_embedding.py);
+        in float32 a row still moves by ~1e-6 with the row count.
+        """
+        n = len(texts)
+        if not self.group_by_length:
+            order = sorted(range(n), key=lambda i: -len(texts[i]))
+            return [order[i:i + self._batch_size] for i in range(0, n, self._batch_size)]
+        lengths = self._count_tokens(list(texts))
+        order = sorted(range(n), key=lambda i: (-lengths[i], i))
+        out: list[list[int]] = []
+        for start in range(n):
+            i = order[start]
+            if out and lengths[out[-1][0]] == lengths[i] and len(out[-1]) < self._batch_size:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
 
     def _encode(self, batch: list[str]) -> np.ndarray:
         hidden, attention_mask = self._run(batch)
@@ -223,7 +249,8 @@ class MiniLMEmbedder:
 
 
 def _load_transformer(path: Path, max_len: int):
-    """(texts -> (last hidden states, attention mask), hidden size) for the model in ``path``."""
+    """(texts -> (last hidden states, attention mask), texts -> token counts, hidden size) for
+    the model in ``path``."""
     import json
 
     import torch
@@ -234,6 +261,11 @@ def _load_transformer(path: Path, max_len: int):
         from vdgr_core.bert_encoder import BertEncoder, load_tokenizer
 
         tokenizer, encoder = load_tokenizer(path, max_len), BertEncoder(path)
+        counter = load_tokenizer(path, max_len)
+        counter.no_padding()
+
+        def count_bert(texts: list[str]) -> list[int]:
+            return [len(e.ids) for e in counter.encode_batch(texts)]
 
         def run_bert(batch: list[str]):
             encs = tokenizer.encode_batch(batch)
@@ -242,7 +274,7 @@ def _load_transformer(path: Path, max_len: int):
             types = torch.tensor([e.type_ids for e in encs])
             return encoder(ids, mask, types), mask
 
-        return run_bert, encoder.hidden_size
+        return run_bert, count_bert, encoder.hidden_size
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -256,7 +288,10 @@ def _load_transformer(path: Path, max_len: int):
         enc = tokenizer(batch, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
         return model(**enc).last_hidden_state, enc["attention_mask"]
 
-    return run_transformers, int(model.config.hidden_size)
+    def count_transformers(texts: list[str]) -> list[int]:
+        return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]]
+
+    return run_transformers, count_transformers, int(model.config.hidden_size)
 
 
 def _st_modules(path: Path) -> tuple[str, bool, int]:

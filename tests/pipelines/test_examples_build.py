@@ -113,8 +113,19 @@ def test_cli_update_embeds_the_new_text_in_a_child_process_like_in_process(index
     rows = [r for r in IndexReader(live).arrow(T.CONTENTS).to_pylist() if sentence in r["text"]]
     assert len(rows) == 1
     expected = make_embedder(EmbeddingConfig()).embed([content_embedding_text(rows[0]["path"], rows[0]["text"])])[0]
-    # the same model and settings; bf16 results move by ~1e-3 with the batch a text is padded in
-    got = np.asarray(rows[0]["vector"])
-    assert float(got @ expected) / (np.linalg.norm(got) * np.linalg.norm(expected)) > 0.999
+    # the same model and settings: a text's vector does not depend on the batch it was in
+    np.testing.assert_array_equal(np.asarray(rows[0]["vector"], dtype=np.float32), expected)
     res = KnowledgeBase.open(live).query("What isolates the Zephyr-7 gateway from every uplink?")
     assert sentence in res.evidence[0].text
+    # update == rebuild bit for bit with the real model: a fresh build (no embedding cache, the
+    # texts embedded in large batches) gives the same tables and build id as the update
+    from pipelines.run_build import run_build
+    from schemas.config import BuildConfig
+    from vdgr_core.store.writer import table_digest
+
+    rebuilt = str(tmp_path / "rebuilt")
+    run_build(BuildConfig(corpus=corpus, index=rebuilt, embedding=EmbeddingConfig()))
+    a, b = IndexReader(live), IndexReader(rebuilt)
+    for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES):
+        assert table_digest(name, a.arrow(name)) == table_digest(name, b.arrow(name)), name
+    assert a.manifest.build_id == b.manifest.build_id

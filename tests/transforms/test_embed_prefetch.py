@@ -93,3 +93,16 @@ def test_a_text_met_again_after_its_vector_was_taken_is_not_sent_again():
     pre.flush()
     assert len(emb.sent) == 1              # not embedded a second time
     assert pre.take("again-key") is None   # the embedding step then reads the memo
+
+
+def test_a_text_taken_while_still_in_the_window_is_sent_once():
+    emb = _AsyncHashing()
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), batch_size=8, window=100)
+    pre.offer("k1", "first text")
+    pre.offer("k2", "second text")
+    assert emb.sent == []                       # still waiting in the window
+    vec = pre.take("k1")
+    assert vec is not None
+    np.testing.assert_array_equal(vec, emb.inner.embed(["first text"])[0])
+    pre.flush()
+    assert sorted(t for batch in emb.sent for t in batch) == ["first text", "second text"]   # each once

@@ -120,3 +120,28 @@ def test_minilm_fp32_and_dimension_check():
     assert _unit_rows(fp32.embed(["hello"]))
     with pytest.raises(ConfigError):
         make_embedder(EmbeddingConfig(kind="minilm", dim=128))
+
+
+def test_minilm_vector_does_not_depend_on_its_batch():
+    """A text's vector is the same bits alone, in batches of other sizes and lengths, and on
+    one thread or all: texts are batched by token count, never padded."""
+    import torch
+
+    emb = make_embedder(EmbeddingConfig(kind="minilm"))
+    target = "Wireless PowerShare lets the phone charge another device placed on its back."
+    others = [f"Filler sentence number {i} " + "with more words " * (i % 7) for i in range(70)]
+    alone = emb.embed([target])[0]
+    for batch in ([target] + others[:3], others[:40] + [target] + others[40:], [target] * 5 + others):
+        got = emb.embed(batch)
+        np.testing.assert_array_equal(got[batch.index(target)], alone)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        np.testing.assert_array_equal(emb.embed(others[:10] + [target])[-1], alone)
+    finally:
+        torch.set_num_threads(threads)
+    # every batch holds texts of one token count, at most batch_size of them
+    counts = emb._count_tokens(others)
+    for idx in emb.batches(others):
+        assert len({counts[i] for i in idx}) == 1 and len(idx) <= emb._batch_size
+    assert sorted(i for idx in emb.batches(others) for i in idx) == list(range(len(others)))
