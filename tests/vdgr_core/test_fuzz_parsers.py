@@ -143,3 +143,55 @@ def test_front_matter_reader_returns_a_mapping_or_a_typed_error(front, body, clo
             assert e.reason in (DeadLetterReason.TRUNCATED, DeadLetterReason.PARSE_ERROR)
             return
     assert isinstance(data, dict) and isinstance(rest, str)
+
+
+def _binary_task(ext: str) -> DocumentTask:
+    return DocumentTask(corpus_root="/corpus", rel_path=f"dom/sub/doc.{ext}", domain="dom",
+                        collection="sub", folder_titles=("sub",), meta=DocMeta(version="1"))
+
+
+_SEEDS: dict[str, list[bytes]] = {}
+
+
+def _seeds(ext: str) -> list[bytes]:
+    """Valid documents of the format, made by the test generators (fpdf2, python-docx)."""
+    if ext not in _SEEDS:
+        from tests.support import documents as gen
+
+        _SEEDS[ext] = ([gen.pdf_with_outline(), gen.pdf_by_fonts(), gen.pdf_encrypted(), gen.pdf_image_only()]
+                       if ext == "pdf" else [gen.docx_manual(), gen.docx_document([("Heading 1", "A"), ("Normal", "b")], [["x", "y"]])])
+    return _SEEDS[ext]
+
+
+def _mutated(raw: bytes, data) -> bytes:
+    """One of: truncated, a byte range overwritten, bytes inserted, or the seed itself."""
+    kind = data.draw(st.sampled_from(["truncate", "overwrite", "insert", "same"]), label="mutation")
+    if kind == "same" or not raw:
+        return raw
+    at = data.draw(st.integers(0, len(raw) - 1), label="at")
+    if kind == "truncate":
+        return raw[:at]
+    junk = data.draw(st.binary(min_size=1, max_size=64), label="junk")
+    if kind == "overwrite":
+        return raw[:at] + junk + raw[at + len(junk):]
+    return raw[:at] + junk + raw[at:]
+
+
+@pytest.mark.parametrize("ext", ["pdf", "docx"])
+@FUZZ
+@given(data=st.data())
+def test_pdf_and_docx_bytes_give_a_document_or_a_dead_letter(ext, data):
+    """Valid PDF and DOCX files broken at random places (or random bytes) through the per-file
+    step: an indexed document or a typed dead letter, never an exception or a hang."""
+    seeds = _seeds(ext)
+    raw = data.draw(st.one_of(st.sampled_from(seeds).flatmap(lambda s: st.just(s)), st.binary(max_size=400)),
+                    label="seed")
+    raw = _mutated(raw, data)
+    with watchdog():
+        out = load_document(_binary_task(ext), CONFIG.model_copy(update={"limits": LimitsConfig(
+            max_file_bytes=1 << 20, max_sections_per_doc=50)}), _open_bytes(raw), lambda *parts: "/".join(parts))
+    assert isinstance(out, (IndexedDocument, DeadLetter))
+    if isinstance(out, DeadLetter):
+        assert DeadLetterReason(out.reason) in REASONS and out.detail
+    else:
+        assert out.chunks and all(c.text.strip() for c in out.chunks)
