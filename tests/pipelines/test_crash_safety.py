@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 LOCAL_POINTS = [p for p in POINTS if not p.startswith("store.")] + [TABLE_POINT.format(t) for t in T.TABLES]
 CASES = ([("update", p) for p in LOCAL_POINTS]
-         + [("index", p) for p in ("commit.staged", "commit.manifest_before_rename")]
+         + [("index", p) for p in LOCAL_POINTS]
          + [("update-object-store", "store.folder_uploaded_without_marker"),
             ("update-object-store", "commit.manifest_before_rename")])
 

@@ -199,7 +199,7 @@ class KnowledgeBase:
         if cfg.backtrack:
             with trace.stage("backtrack"):
                 hits = self._with_backtrack(rq, qvec, hits, cmask, k, trace)
-        if cfg.reflection and cfg.reflection_rounds > 0:
+        if (cfg.reflection and cfg.reflection_rounds > 0) or cfg.reflection_bridge:
             with trace.stage("reflection"):
                 hits = self._reflect(rq, hits, qscope, domains, cmask, k, trace)
         hits = cap_per_document(hits, self.data.sections.doc, k)
@@ -231,7 +231,8 @@ class KnowledgeBase:
     def _reflect(self, question, hits, qscope, domains, cmask, k, trace) -> list[SectionHit]:
         cfg = self.config
         asked = {question.strip()}
-        for rnd in range(1, cfg.reflection_rounds + 1):
+        # the bridge-entity follow-up is its own switch: it runs with or without the rounds
+        for rnd in range(1, (cfg.reflection_rounds if cfg.reflection else 0) + 1):
             j = judge(question, hits[:k], self.data, self.llm)
             if j.sufficient:
                 trace.step("reflection", f"round {rnd}: sufficient", coverage=j.coverage, by=j.by)

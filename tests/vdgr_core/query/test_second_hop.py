@@ -61,3 +61,17 @@ def test_graph_alone_still_seeds_from_dense_hits(index):
     _, r = _titles(index, ("graph",))
     step = next(s for s in r.trace.steps if s.stage == "graph")
     assert "dense" in step.message and r.evidence
+
+
+def test_bridge_follow_up_runs_on_its_own_switch_and_keeps_the_first_hop(index):
+    kb = KnowledgeBase.open(index, QueryConfig(embedding=EMB, routes=("hybrid",), reflection=False,
+                                               reflection_bridge=True))
+    r = kb.query(QUESTION, k=4)
+    steps = [s for s in r.trace.steps if s.stage == "reflection"]
+    assert steps and steps[-1].message.startswith("bridge: follow-up query")
+    assert "venkatesh" in steps[-1].data["query"].lower()
+    assert r.evidence[0].title == "Night Harbor"         # the first round's best stays first
+    assert any("reflection" in e.routes for e in r.evidence)
+    # off (the default): no follow-up search
+    plain = KnowledgeBase.open(index, QueryConfig(embedding=EMB, routes=("hybrid",))).query(QUESTION, k=4)
+    assert not [s for s in plain.trace.steps if s.stage == "reflection"]
