@@ -217,12 +217,17 @@ def goals_table(report: dict) -> list[str]:
     return rows + [""]
 
 
+def block_header(title: str, report: dict) -> list[str]:
+    """The first lines of a BENCHMARKS.md block: title, command, date and commit, machine."""
+    m = report["machine"]
+    return [f"### {title}", "", f"- command: `{report['command']}`",
+            f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
+            f"- machine: `{m['uname']}`, {m['nproc']} CPUs"]
+
+
 def render(report: dict) -> str:
     """Markdown: one table per set, rows = configurations, dev | test | all per metric."""
-    m = report["machine"]
-    lines = ["### ablation", "", f"- command: `{report['command']}`",
-             f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+    lines = [*block_header("ablation", report),
              "- halves: development / test by sha256(question id) (bench/splits.py); methods and "
              "constants were chosen on the development halves",
              "- latency: `trace.timings_ms.total` of `KnowledgeBase.query`, one question at a time, "

@@ -22,7 +22,7 @@ import types
 from pathlib import Path
 from typing import Callable, Mapping
 
-from bench.ablation import SETS, _f, _open
+from bench.ablation import SETS, _f, _open, block_header
 from bench.common import REPO, read_jsonl
 from bench.datasets import DATASETS
 from bench.run_eval import commit, machine
@@ -180,10 +180,7 @@ def run(sets, work: Path, log=print) -> dict:
 
 
 def render(report: dict) -> str:
-    m = report["machine"]
-    lines = ["### fusion", "", f"- command: `{report['command']}`",
-             f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+    lines = [*block_header("fusion", report),
              "- the same captured route lists per question (BM25, dense, graph with dense seeds, TOC; "
              "30 sections each), fused by each method; evidence = one item per section, at most half "
              "of k per document; the graph walk rows run the graph route again with route 1's sections "
