@@ -47,3 +47,12 @@ def test_serve_reports_a_bad_keys_file_and_exits_2(served_index, tmp_path, capsy
     assert run(_args("--index", served_index, "--api-keys", str(path), "--embedding", "hashing",
                      "--embedding-dim", "64")) == 2
     assert "keys file" in capsys.readouterr().err
+
+
+def test_the_example_keys_file_of_the_readme_loads():
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "keys.yaml")
+    keys = load_keys(path)
+    assert {k.name: k.groups for k in keys.keys} == {"demo-staff": ("staff",),
+                                                     "demo-netops": ("staff", "netops")}
