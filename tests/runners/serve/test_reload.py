@@ -40,3 +40,24 @@ def test_new_build_is_picked_up_and_requests_keep_their_snapshot(tmp_path):
         _, _, metrics = live.request("GET", "/metrics")
         assert re.search(r"vdgr_index_reloads_total 1\.0", metrics)
         assert f'vdgr_index_build_info{{build_id="{old_build}"}}' not in metrics
+
+
+def test_the_reload_thread_swaps_to_a_new_build_by_itself(tmp_path):
+    """The background loop, not a hand-called check(): a committed build is picked up."""
+    import threading
+
+    from runners.serve.snapshot import SnapshotHolder, open_snapshot
+
+    index = build_tiny_index(str(tmp_path / "index"))
+    holder = SnapshotHolder(index, lambda i, e: open_snapshot(i, config(), e), poll_s=0.05)
+    first = holder.current().build_id
+    swapped = threading.Event()
+    holder.subscribe(lambda snap: swapped.set())
+    holder.start()
+    try:
+        build_tiny_index(index, DOCS + (NEW_DOC,))
+        assert swapped.wait(timeout=120), "the reload thread never swapped"
+        assert holder.current().build_id != first and holder.reloads == 1
+    finally:
+        holder.stop()
+    assert holder._thread is None
