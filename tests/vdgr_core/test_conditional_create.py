@@ -1,0 +1,56 @@
+"""Conditional create of manifest generations on object stores: a real S3 protocol server
+(moto's, on 127.0.0.1) decides which of two racing writers wins; ``file://`` is exclusive."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from vdgr_core.store.conditional import conditional_create
+from vdgr_core.store.location import IndexLocation
+
+BUCKET = "vdgr-test-bucket"
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    srv.start()
+    host, port = srv.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test",
+           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        yield f"s3://{BUCKET}"
+    srv.stop()
+
+
+def test_s3_create_if_absent_is_decided_by_the_store(s3_server):
+    loc = IndexLocation(f"{s3_server}/index-a")
+    assert loc.create_if_absent("manifests/00000001.json", b"first") is True
+    assert loc.create_if_absent("manifests/00000001.json", b"second") is False
+    assert loc.read_bytes("manifests/00000001.json") == b"first"        # the winner's bytes stay
+
+
+def test_of_racing_s3_writers_exactly_one_wins(s3_server):
+    loc = IndexLocation(f"{s3_server}/index-b")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        won = list(pool.map(lambda i: loc.create_if_absent("manifests/00000007.json", f"w{i}".encode()),
+                            range(8)))
+    assert won.count(True) == 1
+    assert loc.read_bytes("manifests/00000007.json") == f"w{won.index(True)}".encode()
+
+
+def test_unknown_schemes_have_no_conditional_create():
+    assert conditional_create("memory://x/y", b"z") is None
+
+
+def test_file_uri_create_is_exclusive(tmp_path):
+    loc = IndexLocation("file://" + str(tmp_path / "idx"))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        won = list(pool.map(lambda i: loc.create_if_absent("gen/1.json", f"w{i}".encode()), range(8)))
+    assert won.count(True) == 1

@@ -1,0 +1,75 @@
+"""Conditional create of one object: written only if no object has its name, decided by the store.
+
+Two writers racing for the same manifest generation must not both succeed. ``pyarrow.fs`` has no
+``If-None-Match``, so the object stores' own clients make the decision:
+
+* ``s3://``: boto3 ``put_object(..., IfNoneMatch="*")`` (HTTP 412 ``PreconditionFailed`` or 409
+  ``ConditionalRequestConflict`` for the loser). Endpoint, credentials and region come from the
+  usual AWS environment (``AWS_ENDPOINT_URL`` etc.), which pyarrow reads too.
+* ``gs://``: google-cloud-storage ``upload_from_string(..., if_generation_match=0)`` (HTTP 412).
+
+:func:`conditional_create` returns None for any other scheme, or when the client library is not
+installed (install the ``s3`` or ``gcs`` extra); the caller then falls back to
+check-write-read-back and says so once in the log.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+from urllib.parse import urlsplit
+
+log = logging.getLogger("vdgr.store")
+
+_S3_LOST = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
+
+
+def _bucket_key(uri: str) -> tuple[str, str, str]:
+    parts = urlsplit(uri)
+    return parts.scheme, parts.netloc, parts.path.lstrip("/")
+
+
+def conditional_create(uri: str, data: bytes) -> Optional[bool]:
+    """Create the object ``uri`` holding ``data`` unless one exists.
+
+    Returns
+    -------
+    bool or None
+        True: this call created it; False: an object of that name exists (another writer won);
+        None: no conditional create is available for this URI (unknown scheme, client missing).
+    """
+    scheme, bucket, key = _bucket_key(uri)
+    if scheme == "s3":
+        return _s3_create(bucket, key, data)
+    if scheme in ("gs", "gcs"):
+        return _gcs_create(bucket, key, data)
+    return None
+
+
+def _s3_create(bucket: str, key: str, data: bytes) -> Optional[bool]:
+    try:
+        import boto3
+        from botocore.exceptions import ClientError
+    except ImportError:
+        return None
+    try:
+        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        err = exc.response.get("Error", {})
+        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        if err.get("Code") in _S3_LOST or status in _S3_LOST:
+            return False
+        raise
+    return True
+
+
+def _gcs_create(bucket: str, key: str, data: bytes) -> Optional[bool]:
+    try:
+        from google.api_core.exceptions import PreconditionFailed
+        from google.cloud import storage
+    except ImportError:
+        return None
+    try:
+        storage.Client().bucket(bucket).blob(key).upload_from_string(data, if_generation_match=0)
+    except PreconditionFailed:
+        return False
+    return True
