@@ -160,9 +160,8 @@ def with_synonyms(g: DomainGraph, entity_vectors: np.ndarray, min_sim: float) ->
     syn = synonym_edges(entity_vectors[g.entity_rows], min_sim)
     if syn.nnz == 0:
         return g
-    n = g.adj.shape[0]
-    pad = sp.bmat([[sp.csr_matrix((g.nc, g.nc)), None], [None, syn]], format="csr") if g.nc else syn
-    return DomainGraph(g.content_rows, g.entity_rows, (g.adj + pad.reshape((n, n))).tocsr(), g.passages_of_entity)
+    pad = sp.block_diag((sp.csr_matrix((g.nc, g.nc)), syn), format="csr")   # entities follow contents
+    return DomainGraph(g.content_rows, g.entity_rows, (g.adj + pad).tocsr(), g.passages_of_entity)
 
 
 class GraphRoute:
