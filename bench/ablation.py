@@ -105,7 +105,7 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
 def _open(index: Path):
     from schemas.config import EmbeddingConfig, QueryConfig
     from vdgr_core.embedding import make_embedder
-    from vdgr_core.query.data import load_index_data
+    from vdgr_core.query.view import IndexView
     from vdgr_core.store.manifest import read_manifest
     from vdgr_core.store.reader import IndexReader
 
@@ -113,7 +113,7 @@ def _open(index: Path):
     kind = m.embedding_model.split(":", 1)[0]
     emb = EmbeddingConfig(kind=kind if kind in ("minilm", "hashing") else "minilm", dim=m.dim)
     reader = IndexReader(str(index))
-    return reader, load_index_data(reader), make_embedder(emb), QueryConfig(embedding=emb)
+    return reader, IndexView(reader), make_embedder(emb), QueryConfig(embedding=emb)
 
 
 def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:

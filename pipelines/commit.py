@@ -1,9 +1,10 @@
-"""Driver-side commit of a build: staged files -> LanceDB (streamed), indexes, graphs, manifest.
+"""Driver-side commit of a build: staged files -> LanceDB (streamed), indexes, layouts, manifest.
 
 The driver reads ``staged.json`` (the files, row counts and per-domain digests the workers
 staged) and streams each table's files into one LanceDB write, a few thousand rows at a time;
-while they pass it collects what is small (per-domain document facts for the router, ids and
-edges for the CSR graph files). It never holds a whole table.
+while they pass it collects what is small (per-domain document facts for the router). Then it
+builds the vector and scalar indexes and writes each domain's query layout from that domain's
+rows (vdgr_core/store/layout_build.py). It never holds a whole table.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.embed_cache import append_batches_to_cache
 from vdgr_core.safety.secrets import mask_short
 from vdgr_core.store.file_stats import stat_rows, write_file_stats
-from vdgr_core.store.graph_csr import GraphBuilder
 from vdgr_core.store.lance_store import connect
+from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.tantivy_shard import ShardInfo
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest, write_table_stream
@@ -84,22 +85,18 @@ def shard_infos(staged: StagedList) -> list[ShardInfo]:
 
 def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
                  config: BuildConfig, parent_build_id: Optional[str] = None) -> Manifest:
-    """Commit the staged build: every table written as one new version, then indexes, graph
-    files, the embedding cache, and the manifest last."""
+    """Commit the staged build: every table written as one new version, then indexes, the
+    domains' query layouts, the embedding cache, and the manifest last."""
     staged = staging.staged()
     db = connect(index_dir)
     plan = CommitPlan()
     facts = DomainFacts()
     domains = sorted({t.domain for t in scan.tasks})
-    graph = GraphBuilder(domains) if config.store.graph_adjacency else None
     hashes: dict[str, str] = {}
     taps = {
         T.DOCUMENTS: [facts.add_documents,
                       lambda b: hashes.update(zip(b.column("path").to_pylist(), b.column("content_hash").to_pylist()))],
-        T.CONTENTS: [facts.add_contents] + ([lambda b: graph.add_contents(b.select(["chunk_id", "domain"]))]
-                                            if graph else []),
-        T.ENTITIES: [lambda b: graph.add_entities(b.select(["entity_id", "domain"]))] if graph else [],
-        T.EDGES: [graph.add_edges] if graph else [],
+        T.CONTENTS: [facts.add_contents],
     }
     for name in T.TABLES:
         schema = T.schema_for(name, dim)
@@ -108,9 +105,9 @@ def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id
         plan.digests[name] = staged.digests.get(name, {})
     plan.shards = shard_infos(staged)
     plan.subshards = subshards_per_domain(scan, config)
-    if graph is not None:
-        plan.graphs = graph.write(index_dir)
     build_indexes(db, plan, config.store, dim)
+    plan.layouts = write_layouts({n: db.open_table(n) for n in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)},
+                                 index_dir, domains, layout_options(config.store))
     write_file_stats(index_dir, stat_rows(hashes, scan.file_stats, scan.listed_ns), replace_all=True)
     append_batches_to_cache(index_dir, staging.batches(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim),
                                                        staged=staged), dim)

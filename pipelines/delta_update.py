@@ -14,7 +14,8 @@
 3. Each table gets one delete (by key) and one append in LanceDB; every other row stays where it
    is. Readers pinned to the previous manifest keep their versions.
 4. The BM25 sub-shards holding leaving or arriving documents are copied with those chunks
-   deleted and added; the CSR graph files of the changed domains are written again.
+   deleted and added; the query layouts of the changed domains (vdgr_core/store/domain_layout.py)
+   are written again from their committed rows.
 5. The per-domain digests in the manifest are updated by subtracting the hashes of the rows
    deleted and adding those of the rows written; the manifest is written last.
 
@@ -54,7 +55,7 @@ from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
-from vdgr_core.store.graph_csr import GraphBuilder
+from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
@@ -169,7 +170,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     update = _RowUpdate(config, reader, change, scan, arriving, model_id, dim)
     changes = update.table_changes()
     stage["merge_s"] = time.perf_counter() - t2
-    say("writing changed rows, shards, graphs and manifest")
+    say("writing changed rows, shards, layouts and manifest")
     t3 = time.perf_counter()
     manifest, writes = update.commit(changes)
     stage["commit_s"] = time.perf_counter() - t3
@@ -483,8 +484,8 @@ class _RowUpdate:
         plan.subshards = self._subshards()
         plan.shards = self._shards(plan.subshards)
         failpoint("commit.shards_published")
-        plan.graphs = self._graphs(db)
         build_indexes(db, plan, self._config.store, self._dim, m.vector_indexes)
+        plan.layouts = self._layouts(db)
         append_to_cache(self._config.index, pa.concat_tables([self._arriving.new_vectors, self.new_vectors]),
                         self._dim)
         manifest = write_plan_manifest(self._config.index, plan, embedding_model=self._model_id, dim=self._dim,
@@ -536,23 +537,14 @@ class _RowUpdate:
         return [r for r in rows if r["source"] not in self._change.leaving] + [
             r for r in self._arriving_rows if r["domain"] == domain]
 
-    def _graphs(self, db) -> dict[str, str]:
+    def _layouts(self, db) -> dict:
+        """The query layouts: the changed domains' written again from their rows as committed,
+        and those of an index written before layouts existed; the others kept."""
         m = self._reader.manifest
-        out = {d: f for d, f in m.graphs.items() if d not in self._change.domains}
-        if not self._config.store.graph_adjacency:
-            return out
-        builder = GraphBuilder(self._change.domains)
-        latest = {name: db.open_table(name) for name in (T.CONTENTS, T.ENTITIES, T.EDGES)}
-        where = col("domain").isin(list(self._change.domains))
-        for b in latest[T.CONTENTS].search().where(where).select(["chunk_id", "domain"]).to_batches():
-            builder.add_contents(b)
-        for b in latest[T.ENTITIES].search().where(where).select(["entity_id", "domain"]).to_batches():
-            builder.add_entities(b)
-        edge_where = where & col("kind").isin([T.HAS_ENTITY, T.COOCCURS])
-        for b in (latest[T.EDGES].search().where(edge_where)
-                  .select(["kind", "src", "dst", "domain", "weight"]).to_batches()):
-            builder.add_edges(b)
-        out.update(builder.write(self._config.index))
+        redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts}
+        out = {d: ref for d, ref in m.layouts.items() if d not in redo}
+        latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
+        out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store)))
         return out
 
     def _domain_infos(self, db) -> list[DomainInfo]:

@@ -74,7 +74,7 @@ class LimitsConfig(_Frozen):
 
 class StoreConfig(_Frozen):
     """What the commit builds besides the tables: vector and scalar indexes, BM25 sub-shards,
-    CSR graph files (ARCHITECTURE.md, "Index layout")."""
+    per-domain query layouts (ARCHITECTURE.md, "Index layout")."""
 
     # LanceDB vector index on the ``vector`` column of contents, directories and entities, once
     # a table has ``vector_index_min_rows`` rows (below that a flat scan is as fast)
@@ -90,8 +90,11 @@ class StoreConfig(_Frozen):
     scalar_index_min_rows: int = Field(default=10_000, ge=1)
     # a domain with more documents than this is split into 2^k BM25 sub-shards
     bm25_subshard_max_documents: int = Field(default=2000, ge=1)
-    # per-domain CSR adjacency (has_entity + cooccurs) as .npy files for the graph route
+    # the entity graph in each domain's query layout (has_entity + cooccurs CSR arrays)
     graph_adjacency: bool = True
+    # synonym edges stored in the layout between entities whose vectors reach this cosine
+    # (a query keeps those above its own QueryConfig.graph_synonym_min)
+    graph_synonym_min: float = Field(default=0.9, ge=0, le=1.01)
 
 
 class BuildConfig(_Frozen):
@@ -230,8 +233,15 @@ class QueryConfig(_Frozen):
     graph_n: int = Field(default=5, ge=1)
     graph_m: int = Field(default=200, ge=1)
     graph_beta: float = Field(default=0.05, ge=0, le=1)
-    # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none)
+    # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none);
+    # the layout stores edges from StoreConfig.graph_synonym_min (0.9), so lower asks no more
     graph_synonym_min: float = Field(default=0.95, ge=0, le=1.01)
+    # dense search through a LanceDB vector index: IVF partitions probed, candidates re-ranked
+    # on full vectors (refine factor x k); tables without an index are searched exactly, in
+    # memory up to exact_max_rows rows, by LanceDB's flat scan above
+    ann_nprobes: int = Field(default=64, ge=1)
+    ann_refine_factor: int = Field(default=4, ge=1)
+    exact_max_rows: int = Field(default=200_000, ge=0)
     backtrack: bool = False
     backtrack_depth: int = Field(default=3, ge=0, le=10)
     reflection: bool = False

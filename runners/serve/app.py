@@ -199,15 +199,13 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         """The domains (with versions) holding content the caller may read."""
         snap = holder.current()
         response.headers[BUILD_HEADER] = snap.build_id
-        c = snap.kb.data.contents
         out = []
         with snap.lock:
-            visible = c.visible(who.groups)
+            visible = snap.kb.visible(who.groups)
             for info in snap.kb.reader.manifest.domains:
-                rows = visible & c.in_values("domain", [info.name])
-                if rows.any():
-                    versions = sorted({str(v) for v in c.version[rows]})
-                    out.append({"name": info.name, "description": info.description, "versions": versions})
+                if visible.has(info.name):
+                    out.append({"name": info.name, "description": info.description,
+                                "versions": list(visible.versions[info.name])})
         return {"domains": out}
 
     @app.post("/v1/query")

@@ -17,6 +17,7 @@ from pipelines.run_build import run_build
 from pipelines.run_update import run_update
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, QueryConfig
+from schemas.errors import IndexError_
 from tests.support import documents as D
 from tests.support.corpus import write_corpus
 from vdgr_core.query.knowledge_base import KnowledgeBase
@@ -104,21 +105,23 @@ def test_query_evidence_carries_the_pdf_page(built):
 
 
 def _as_index_without_page(src: str, dst: str) -> None:
-    """Commit a copy of ``src`` whose contents table lacks the ``page`` column (an older index)."""
+    """Commit a copy of ``src`` as an older version wrote it: its contents table lacks the
+    ``page`` column and its manifest names no query layouts."""
     shutil.copytree(src, dst)
     m = IndexReader(dst).manifest
     table = connect(dst).open_table(T.CONTENTS)
     table.drop_columns(["page"])
-    write_manifest(dst, dataclasses.replace(m, table_versions={**m.table_versions, T.CONTENTS: table.version}))
+    write_manifest(dst, dataclasses.replace(m, table_versions={**m.table_versions, T.CONTENTS: table.version},
+                                            layouts={}))
 
 
-def test_index_without_page_column_is_read_and_updated(built, tmp_path):
+def test_index_without_page_column_is_updated_then_read(built, tmp_path):
     corpus, index, _ = built
     old, new_corpus = str(tmp_path / "old"), str(tmp_path / "corpus")
     _as_index_without_page(index, old)
     assert "page" not in IndexReader(old).arrow(T.CONTENTS).column_names
-    kb = KnowledgeBase.open(old, QueryConfig(embedding=HASHING))
-    assert all(e.page is None for e in kb.query("Hold RESET until the LED blinks amber", k=3).evidence)
+    with pytest.raises(IndexError_, match="vdgr update"):        # no layouts yet: a clear message
+        KnowledgeBase.open(old, QueryConfig(embedding=HASHING))
     shutil.copytree(corpus, new_corpus)
     with open(os.path.join(new_corpus, "net/routers/guide.md"), "a", encoding="utf-8") as f:
         f.write("\n## Range\n\nThe Orbit X2 reaches 40 metres indoors.\n")
@@ -129,6 +132,9 @@ def test_index_without_page_column_is_read_and_updated(built, tmp_path):
     assert any("40 metres" in r["text"] for r in rows)
     assert any(r["page"] for r in rows if r["source"].endswith(".pdf"))
     assert {r["page"] for r in rows if r["source"].endswith(".md")} == {None}
+    kb = KnowledgeBase.open(old, QueryConfig(embedding=HASHING))
+    top = kb.query("How long do I hold RESET until the LED blinks amber?", k=5).evidence[0]
+    assert (top.source, top.page) == ("net/routers/manual.pdf", 2)
 
 
 @pytest.mark.parametrize("in_driver_max", [0, 200], ids=["pipeline", "driver"])

@@ -100,7 +100,7 @@ def _snapshot(index: str) -> dict:
         "tables": {n: table_digest(n, r.arrow(n)) for n in T.TABLES},
         "shards": dict(r.manifest.tantivy_shards),
         "shard_documents": {d: _shard_documents(index, s) for d, s in r.manifest.tantivy_shards.items()},
-        "graphs": dict(r.manifest.graphs),
+        "layouts": dict(r.manifest.layouts),
         "domain_digests": r.manifest.domain_digests,
         "build_id": r.manifest.build_id,
         "domains": r.manifest.domains,

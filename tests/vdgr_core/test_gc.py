@@ -19,7 +19,7 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     cfg = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
     run_build(cfg)
     old = IndexReader(index).manifest
-    old_shard, old_graph = old.shard_folders("net")[0], old.graphs["net"]
+    old_shard, old_graph = old.shard_folders("net")[0], old.layouts["net"].folder
     with open(os.path.join(corpus, "net", "extra.md"), "w", encoding="utf-8") as f:
         f.write("# Extra\n\nA new page about the Orbit X2 antenna.\n")
     run_update(cfg)
@@ -27,13 +27,13 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     reader = IndexReader(index)
     live = reader.manifest
     n_contents = reader.arrow(T.CONTENTS).num_rows
-    assert live.shard_folders("net") != [old_shard] and live.graphs["net"] != old_graph
+    assert live.shard_folders("net") != [old_shard] and live.layouts["net"].folder != old_graph
     report = collect_garbage(index, keep=dt.timedelta(0))
-    assert report.shard_folders_removed == 2 and report.staging_runs_removed == 1   # BM25 + graph
+    assert report.shard_folders_removed == 2 and report.staging_runs_removed == 1   # BM25 + layout
     assert report.lance_versions_removed > 0
     assert not os.path.exists(os.path.join(index, old_shard))
     assert not os.path.exists(os.path.join(index, old_graph))
-    assert os.path.isdir(os.path.join(index, live.graphs["net"]))
+    assert os.path.isdir(os.path.join(index, live.layouts["net"].folder))
     again = IndexReader(index)
     assert again.manifest.build_id == live.build_id
     assert again.arrow(T.CONTENTS).num_rows == n_contents

@@ -15,7 +15,8 @@ import numpy as np
 from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
-from vdgr_core.query.data import IndexData
+from schemas import tables as T
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.reflection import evidence_text, judge_offline, row_text
 from vdgr_core.query.textutil import overlap
@@ -23,23 +24,28 @@ from vdgr_core.query.trace import TraceRecorder
 
 PER_LEVEL = 3
 MAX_CANDIDATES = 20
+MAX_READ = 400          # contents read per level (document order) before ranking them
 
 
-def _level_candidates(data: IndexData, node: int, depth: int, child: int | None) -> list[int]:
-    """Content rows reached at ``depth``: under ``node`` (depth 1) or under its other children."""
-    if depth == 1:
-        rows = list(data.dir_contents.get(node, ()))
-    else:
-        rows = []
-    for sib in data.dir_children.get(node, ()):
+def _level_candidates(data: IndexView, node: int, depth: int, child: int | None) -> list[int]:
+    """Content rows reached at ``depth``: under ``node`` (depth 1) or under its other children
+    (at most :data:`MAX_READ`, in document order)."""
+    d = data.directories
+    rows = list(d.contents(node)) if depth == 1 else []
+    for sib in d.children(node):
+        if len(rows) >= MAX_READ:
+            break
         if sib != child:
-            rows.extend(data.descendant_contents(sib))
-    return rows
+            rows.extend(data.descendant_contents(sib, max_nodes=MAX_READ))
+    return rows[:MAX_READ]
 
 
-def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequence[SectionHit],
-              cmask: np.ndarray, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[SectionHit]:
-    """Return sections to add (route ``backtrack``), best first; each with its chosen chunk."""
+def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidence: Sequence[SectionHit],
+              cmask, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[SectionHit]:
+    """Return sections to add (route ``backtrack``), best first; each with its chosen chunk.
+
+    ``vectors`` (a :class:`vdgr_core.query.vectors.VectorSearch`) gives the candidates' cosine
+    with ``qvec``; ``cmask`` (a row mask) the contents in scope."""
     c, sec = data.contents, data.sections
     if not evidence or config.backtrack_depth == 0:
         return []
@@ -47,19 +53,19 @@ def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequen
     if j.sufficient:
         trace.step("backtrack", "evidence covers the question: no backtracking", coverage=j.coverage)
         return []
-    node = data.directories.index.get(c.parent_id[evidence[0].row] or "")
+    node = c.dir_of(evidence[0].row)
     if node is None:
         return []
     have = {f.section for f in evidence}
-    sims = c.similarities(qvec)
     added: list[int] = []
     missing = list(j.missing)
     child = None
     for depth in range(1, config.backtrack_depth + 1):
-        rows = [r for r in dict.fromkeys(_level_candidates(data, node, depth, child))
-                if cmask[r] and int(sec.of_row[r]) not in have and r not in added]
-        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0),
-                                 -float(sims[r]), int(c.id_rank[r])))
+        level = np.array(list(dict.fromkeys(_level_candidates(data, node, depth, child))), dtype=np.int64)
+        level = level[cmask[level]] if len(level) else level
+        rows = [int(r) for r in level if int(sec.of_row[r]) not in have and int(r) not in added]
+        sims = dict(zip(rows, vectors.similarity(T.CONTENTS, qvec, rows))) if rows else {}
+        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -float(sims[r]), r))
         rows = rows[:MAX_CANDIDATES]
         if rows:
             if llm is not None:
@@ -92,7 +98,7 @@ def backtrack(data: IndexData, question: str, qvec: np.ndarray, evidence: Sequen
     return list(out.values())
 
 
-def _offline_pick(rows: list[int], missing: list[str], data) -> list[int]:
+def _offline_pick(rows: list[int], missing: list[str], data: IndexView) -> list[int]:
     hit = [r for r in rows if missing and overlap(missing, row_text(data, r)) > 0]
     return (hit or rows[:1])[:PER_LEVEL]
 

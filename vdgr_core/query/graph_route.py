@@ -20,11 +20,16 @@ A query seeds the walk in two ways (Gutiérrez et al., "From RAG to Memory", 202
 :data:`MAX_NODES`), restricted to passages the user may see and entities they mention, so a
 passage two hops away (seed passage -> shared entity -> passage) can rank: the bridge of a
 multi-hop question. Passages are ranked by their PageRank mass.
+
+The graph of a domain is its layout's memory-mapped CSR (vdgr_core/store/domain_layout.py):
+passages first, then entities, in local numbers; synonym edges (entity vectors with cosine >=
+``QueryConfig.graph_synonym_min``, computed at commit) are added to the walk's subgraph. Only
+the rows of the nodes a walk reaches are read.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections import OrderedDict
 from typing import Optional, Sequence
 
 import numpy as np
@@ -33,55 +38,19 @@ import scipy.sparse as sp
 from schemas import tables as T
 from schemas.config import QueryConfig
 from vdgr_core.entities import extract_terms, norm_tokens
-from vdgr_core.query.data import IndexData, QueryScope, top_k
+from vdgr_core.ids import entity_id
 from vdgr_core.query.fusion import Ranked
 from vdgr_core.query.ppr import personalized_pagerank
+from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.query.vectors import VectorSearch
+from vdgr_core.query.view import IndexView, csr_gather
+from vdgr_core.store.domain_layout import DomainLayout
 
 DAMPING = 0.5         # HippoRAG 2's restart probability of 0.5: stay close to the seeds
 HOPS = 3              # entity seed -> passage -> entity -> passage
 MAX_NODES = 50_000    # neighbourhood bound of one walk
-
-
-@dataclass
-class DomainGraph:
-    """One domain's content+entity graph: local nodes are contents first, then entities."""
-
-    content_rows: np.ndarray     # global content row of local node i (i < nc)
-    entity_rows: np.ndarray      # global entity row of local node nc + j
-    adj: sp.csr_matrix           # symmetric weights
-    passages_of_entity: np.ndarray   # per local entity j: passages mentioning it
-
-    @property
-    def nc(self) -> int:
-        return len(self.content_rows)
-
-
-def build_domain_graph(data: IndexData, domain: str) -> DomainGraph:
-    """Build the symmetric has_entity + cooccurs adjacency of ``domain``."""
-    c, e, g = data.contents, data.entities, data.edges
-    crow = np.flatnonzero(c.domain == domain)
-    erow = np.flatnonzero(e.domain == domain)
-    cl = {int(r): i for i, r in enumerate(crow)}
-    el = {int(r): len(crow) + j for j, r in enumerate(erow)}
-    src, dst, w = [], [], []
-    for i in np.flatnonzero((g.domain == domain) & np.isin(g.kind, [T.HAS_ENTITY, T.COOCCURS])):
-        if g.kind[i] == T.HAS_ENTITY:
-            a = cl.get(c.index.get(str(g.src[i]), -1))
-        else:
-            a = el.get(e.index.get(str(g.src[i]), -1))
-        b = el.get(e.index.get(str(g.dst[i]), -1))
-        if a is None or b is None or a == b:
-            continue
-        src += [a, b]
-        dst += [b, a]
-        w += [float(g.weight[i]) or 1.0] * 2
-    n = len(crow) + len(erow)
-    adj = sp.csr_matrix((w, (src, dst)), shape=(n, n), dtype=np.float64)
-    adj.sum_duplicates()
-    nc = len(crow)
-    passages = np.asarray((adj[nc:, :nc] > 0).sum(axis=1)).ravel() if n > nc else np.zeros(0)
-    return DomainGraph(crow, erow, adj, passages.astype(np.int64))
+_CACHE = 64           # entity visibility arrays kept (per domain and scope)
 
 
 def query_norms(question: str) -> list[str]:
@@ -102,145 +71,167 @@ def _unit(w: np.ndarray) -> np.ndarray:
     return w / s if s > 0 else w
 
 
-def _neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Nodes within :data:`HOPS` hops of ``seeds`` through ``allowed`` nodes (bounded)."""
-    reached = seeds & allowed
-    frontier = reached.copy()
+def _neighbours(lay: DomainLayout, nodes: np.ndarray, synonyms: bool) -> np.ndarray:
+    """Local nodes adjacent to ``nodes`` (graph edges, plus synonym edges of entity nodes)."""
+    g = lay.graph
+    out, _ = csr_gather(g.indptr, g.indices, nodes)
+    if synonyms and lay.ne:
+        ent = nodes[nodes >= lay.nc] - lay.nc
+        syn, _ = csr_gather(lay.synonyms.indptr, lay.synonyms.indices, ent)
+        out = np.concatenate([np.asarray(out, dtype=np.int64), np.asarray(syn, dtype=np.int64) + lay.nc])
+    return np.unique(np.asarray(out, dtype=np.int64))
+
+
+def neighbourhood(lay: DomainLayout, seeds: np.ndarray, allowed: np.ndarray, synonyms: bool) -> np.ndarray:
+    """Local nodes within :data:`HOPS` hops of ``seeds`` through ``allowed`` nodes (bounded by
+    :data:`MAX_NODES`: a hop that would pass it is not taken)."""
+    reached = np.zeros(len(allowed), dtype=bool)
+    reached[seeds] = True
+    reached &= allowed
+    frontier = np.flatnonzero(reached)
+    count = len(frontier)
     for _ in range(HOPS):
-        if reached.sum() >= MAX_NODES or not frontier.any():
+        if count >= MAX_NODES or not len(frontier):
             break
-        nxt = (np.asarray(adj[frontier].sum(axis=0)).ravel() > 0) & allowed & ~reached
-        if reached.sum() + nxt.sum() > MAX_NODES:
+        nxt = _neighbours(lay, frontier, synonyms)
+        nxt = nxt[allowed[nxt] & ~reached[nxt]]
+        if count + len(nxt) > MAX_NODES:
             break
-        reached |= nxt
+        reached[nxt] = True
+        count += len(nxt)
         frontier = nxt
     return np.flatnonzero(reached)
 
 
-SYNONYMS_PER_ENTITY = 5     # strongest synonym edges kept per entity
-_BLOCK = 2048               # entity rows per similarity block
+def subgraph(lay: DomainLayout, nodes: np.ndarray, synonym_min: Optional[float]) -> sp.csr_matrix:
+    """The weighted graph among ``nodes`` (sorted local nodes), with synonym edges of at least
+    ``synonym_min`` between its entity nodes (None: without synonyms)."""
+    sub = lay.graph[nodes][:, nodes].astype(np.float64)
+    if synonym_min is None or not lay.ne:
+        return sub.tocsr()
+    first_entity = int(np.searchsorted(nodes, lay.nc))
+    ent = nodes[first_entity:] - lay.nc
+    if not len(ent):
+        return sub.tocsr()
+    syn = lay.synonyms[ent][:, ent].tocoo()
+    keep = syn.data >= synonym_min
+    if not keep.any():
+        return sub.tocsr()
+    extra = sp.csr_matrix((syn.data[keep].astype(np.float64),
+                           (syn.row[keep] + first_entity, syn.col[keep] + first_entity)), shape=sub.shape)
+    return (sub + extra).tocsr()
 
 
-def synonym_edges(vectors: np.ndarray, min_sim: float, per_node: int = SYNONYMS_PER_ENTITY) -> sp.csr_matrix:
-    """Symmetric edges between entities whose vectors are near-identical (HippoRAG's synonymy
-    edges): cosine >= ``min_sim``, at most ``per_node`` per entity, weighted by the cosine.
+class _EntityMask:
+    """``emask[entity_row]``: may the caller see this entity (a readable passage mentions it)."""
 
-    Rows are compared block by block, so memory stays ``_BLOCK x n``.
-    """
-    n = len(vectors)
-    if n < 2 or min_sim > 1.0:
-        return sp.csr_matrix((n, n), dtype=np.float64)
-    v = np.asarray(vectors, dtype=np.float32)
-    src, dst, w = [], [], []
-    for start in range(0, n, _BLOCK):
-        sims = v[start:start + _BLOCK] @ v.T
-        sims[np.arange(sims.shape[0]), np.arange(start, start + sims.shape[0])] = -1.0   # no self edge
-        for i, j in zip(*np.nonzero(sims >= min_sim)):
-            src.append(start + int(i))
-            dst.append(int(j))
-            w.append(float(sims[i, j]))
-    if not src:
-        return sp.csr_matrix((n, n), dtype=np.float64)
-    src_a, dst_a, w_a = np.array(src), np.array(dst), np.array(w)
-    # the strongest per_node of each entity (ties by index), then made symmetric
-    order = np.lexsort((dst_a, -w_a, src_a))
-    src_a, dst_a, w_a = src_a[order], dst_a[order], w_a[order]
-    first = np.r_[0, np.flatnonzero(np.diff(src_a)) + 1]
-    rank = np.arange(len(src_a)) - np.repeat(first, np.diff(np.r_[first, len(src_a)]))
-    keep = rank < per_node
-    m = sp.csr_matrix((w_a[keep], (src_a[keep], dst_a[keep])), shape=(n, n), dtype=np.float64)
-    return m.maximum(m.T).tocsr()
+    def __init__(self, route: "GraphRoute", scope: QueryScope, domains: Sequence[str]):
+        self._route, self._scope, self._domains = route, scope, set(domains)
 
-
-def with_synonyms(g: DomainGraph, entity_vectors: np.ndarray, min_sim: float) -> DomainGraph:
-    """``g`` plus synonym edges among its entities (``entity_vectors``: global entity rows)."""
-    ne = len(g.entity_rows)
-    if ne < 2 or min_sim > 1.0:
-        return g
-    syn = synonym_edges(entity_vectors[g.entity_rows], min_sim)
-    if syn.nnz == 0:
-        return g
-    pad = sp.block_diag((sp.csr_matrix((g.nc, g.nc)), syn), format="csr")   # entities follow contents
-    return DomainGraph(g.content_rows, g.entity_rows, (g.adj + pad).tocsr(), g.passages_of_entity)
+    def __getitem__(self, row: int) -> bool:
+        d, local = self._route.data.locate("entity", int(row))
+        return d in self._domains and bool(self._route.visible_local(self._scope, d)[local])
 
 
 class GraphRoute:
-    """Route 3 with per-domain graphs built on first use and cached (the stored has_entity and
-    co-occurrence adjacency plus synonym edges, ``QueryConfig.graph_synonym_min``)."""
+    """Route 3 over the domains' layouts (has_entity and co-occurrence adjacency plus synonym
+    edges of at least ``QueryConfig.graph_synonym_min``)."""
 
-    def __init__(self, data: IndexData, config: QueryConfig):
-        self._data = data
+    def __init__(self, data: IndexView, vectors: VectorSearch, config: QueryConfig):
+        self.data = data
+        self._vectors = vectors
         self._config = config
-        self._graphs: dict[str, DomainGraph] = {}
+        self._visible: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def graph(self, domain: str) -> DomainGraph:
-        with self._lock:
-            if domain not in self._graphs:
-                self._graphs[domain] = with_synonyms(build_domain_graph(self._data, domain),
-                                                     self._data.entities.vectors, self._config.graph_synonym_min)
-            return self._graphs[domain]
+    def _synonym_min(self, lay: DomainLayout) -> Optional[float]:
+        want = self._config.graph_synonym_min
+        return None if want > 1.0 else max(want, lay.synonym_min)
 
-    def visible_entities(self, scope: QueryScope, domains: Sequence[str]) -> np.ndarray:
-        """Entities mentioned by at least one content the user may see (global entity mask)."""
-        e = self._data.entities
-        cmask = self._data.contents.mask(scope.with_domains(domains))
-        out = np.zeros(len(e), dtype=bool)
-        for d in domains:
-            g = self.graph(d)
-            if g.adj.shape[0] == 0 or g.nc == 0:
-                continue
-            reach = g.adj[g.nc:, : g.nc] @ cmask[g.content_rows].astype(np.float64)
-            out[g.entity_rows[np.asarray(reach).ravel() > 0]] = True
+    def passages(self, lay: DomainLayout, entities: np.ndarray) -> np.ndarray:
+        """Passages mentioning each local entity (its content neighbours)."""
+        values, owner = csr_gather(lay.graph.indptr, lay.graph.indices, np.asarray(entities, dtype=np.int64) + lay.nc)
+        return np.bincount(owner[np.asarray(values) < lay.nc], minlength=len(entities)).astype(np.int64)
+
+    def visible_local(self, scope: QueryScope, domain: str) -> np.ndarray:
+        """Entities of ``domain`` mentioned by a passage in ``scope`` (local order; cached)."""
+        key = (domain, scope.key())
+        with self._lock:
+            got = self._visible.get(key)
+        if got is not None:
+            return got
+        lay = self.data.layout(domain)
+        cmask = self.data.contents.mask(scope).local(domain)
+        out = np.zeros(lay.ne, dtype=bool)
+        values, _ = csr_gather(lay.graph.indptr, lay.graph.indices, np.flatnonzero(cmask))
+        values = np.asarray(values, dtype=np.int64)
+        out[values[values >= lay.nc] - lay.nc] = True
+        out.setflags(write=False)
+        with self._lock:
+            self._visible[key] = out
+            while len(self._visible) > _CACHE:
+                self._visible.popitem(last=False)
         return out
 
-    def matched_entities(self, question: str, emask: np.ndarray, domains: Sequence[str]) -> list[int]:
+    def visible_entities(self, scope: QueryScope, domains: Sequence[str]) -> _EntityMask:
+        """Entities mentioned by at least one content the user may see in ``domains``."""
+        return _EntityMask(self, scope.with_domains(domains), domains)
+
+    def matched_entities(self, question: str, emask, domains: Sequence[str]) -> list[int]:
         """Visible entity rows whose normalized name occurs in the question."""
-        e = self._data.entities
-        rows = []
-        for norm in query_norms(question):
-            for d in domains:
-                r = e.by_norm.get((d, norm))
-                if r is not None and emask[r] and r not in rows:
-                    rows.append(r)
-        return rows
+        norms = query_norms(question)
+        found: dict[tuple[int, int], int] = {}
+        for di, d in enumerate(domains):
+            if d not in self.data.code:
+                continue
+            rows = self.data.entities.rows_of(d, [entity_id(d, n) for n in norms])
+            for ni, r in enumerate(rows):
+                if r >= 0 and emask[int(r)]:
+                    found.setdefault((ni, di), int(r))
+        out: list[int] = []
+        for key in sorted(found):               # question order, then domain order (as before)
+            if found[key] not in out:
+                out.append(found[key])
+        return out
 
-    def neighbours(self, entity_rows: Sequence[int], emask: np.ndarray, n: int) -> list[int]:
+    def neighbours(self, entity_rows: Sequence[int], emask, n: int) -> list[int]:
         """The ``n`` strongest co-occurrence neighbours of ``entity_rows`` (visible only)."""
-        e = self._data.entities
         acc: dict[int, float] = {}
+        given = set(int(r) for r in entity_rows)
         for r in entity_rows:
-            g = self.graph(str(e.domain[r]))
-            local = g.nc + int(np.flatnonzero(g.entity_rows == r)[0])
-            row = g.adj.getrow(local)
-            for j, w in zip(row.indices, row.data):
-                if j >= g.nc:
-                    er = int(g.entity_rows[j - g.nc])
-                    if emask[er] and er not in entity_rows:
+            d, local = self.data.locate("entity", int(r))
+            lay = self.data.layout(d)
+            g = lay.graph
+            node = lay.nc + local
+            lo, hi = int(g.indptr[node]), int(g.indptr[node + 1])
+            for j, w in zip(np.asarray(g.indices[lo:hi]), np.asarray(g.data[lo:hi])):
+                if j >= lay.nc:
+                    er = self.data.to_global("entity", d, int(j) - lay.nc)
+                    if er not in given and emask[er]:
                         acc[er] = acc.get(er, 0.0) + float(w)
-        return sorted(acc, key=lambda r: (-acc[r], int(e.id_rank[r])))[:n]
+        return sorted(acc, key=lambda r: (-acc[r], r))[:n]
 
-    def entities_of(self, content_rows: Sequence[int], emask: np.ndarray) -> list[int]:
+    def entities_of(self, content_rows: Sequence[int], emask) -> list[int]:
         """Visible entity rows mentioned by ``content_rows``, most specific first.
 
         Specificity is ``1 / (passages mentioning the entity)``: a name found in few passages
         identifies a bridge better than a generic word found everywhere.
         """
-        c, e = self._data.contents, self._data.entities
         spec: dict[int, float] = {}
         for r in content_rows:
-            g = self.graph(str(c.domain[r]))
-            i = int(np.searchsorted(g.content_rows, r))
-            if i >= g.nc or int(g.content_rows[i]) != int(r):
+            d, local = self.data.locate("content", int(r))
+            lay = self.data.layout(d)
+            g = lay.graph
+            nbrs = np.asarray(g.indices[int(g.indptr[local]):int(g.indptr[local + 1])], dtype=np.int64)
+            ents = nbrs[nbrs >= lay.nc] - lay.nc
+            if not len(ents):
                 continue
-            row = g.adj.getrow(i)
-            for j in row.indices:
-                if j < g.nc:
-                    continue
-                er = int(g.entity_rows[j - g.nc])
+            counts = self.passages(lay, ents)
+            for j, c in zip(ents, counts):
+                er = self.data.to_global("entity", d, int(j))
                 if emask[er]:
-                    spec[er] = max(spec.get(er, 0.0), 1.0 / max(1, int(g.passages_of_entity[j - g.nc])))
-        return sorted(spec, key=lambda r: (-spec[r], int(e.id_rank[r])))
+                    spec[er] = max(spec.get(er, 0.0), 1.0 / max(1, int(c)))
+        return sorted(spec, key=lambda r: (-spec[r], r))
 
     def search(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
                k: int, trace: TraceRecorder, seeds: Optional[Sequence[tuple[int, float]]] = None) -> Ranked:
@@ -250,55 +241,63 @@ class GraphRoute:
         sections); without them the ``graph_n`` passages nearest to ``qvec`` seed the walk.
         Seeds outside the scope are dropped (the walk never starts from a hidden passage).
         """
-        data, cfg = self._data, self._config
-        c, e = data.contents, data.entities
-        cmask = c.mask(scope.with_domains(domains))
+        data, cfg = self.data, self._config
+        c = data.contents
+        sc = scope.with_domains(domains)
+        cmask = c.mask(sc)
         emask = self.visible_entities(scope, domains)
         exact = self.matched_entities(question, emask, domains)
         if seeds is None:
-            cseeds = top_k(c.similarities(qvec), cmask, cfg.graph_n, c.id_rank)
+            cseeds = self._vectors.search(T.CONTENTS, qvec, sc, cfg.graph_n)
         else:
-            cseeds = [(int(r), float(s)) for r, s in seeds if cmask[int(r)]][: cfg.graph_n]
-        cw = np.zeros(len(c))
+            rows = np.array([int(r) for r, _ in seeds], dtype=np.int64)
+            ok = cmask[rows] if len(rows) else np.zeros(0, dtype=bool)
+            cseeds = [(int(r), float(s)) for (r, s), keep in zip(seeds, ok) if keep][: cfg.graph_n]
+        weights: dict[int, float] = {}
         if cseeds:
             sims = np.array([s for _, s in cseeds])
             lo, hi = float(sims.min()), float(sims.max())
-            for (r, s) in cseeds:
-                cw[r] = max(cw[r], (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0)
+            for r, s in cseeds:
+                weights[r] = max(weights.get(r, 0.0), (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0)
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
         sizes = 0
         for d in domains:
-            g = self.graph(d)
-            n = g.adj.shape[0]
+            if d not in data.code:
+                continue
+            lay = data.layout(d)
+            n = lay.nc + lay.ne
             if n == 0:
                 continue
-            ew = np.zeros(n - g.nc)
-            local = {int(r): j for j, r in enumerate(g.entity_rows)}
-            for r in exact:
-                j = local.get(int(r))
-                if j is not None and g.passages_of_entity[j] > 0:
-                    ew[j] = 1.0 / g.passages_of_entity[j]
-            pw = cw[g.content_rows]
+            cbase, ebase = data.to_global("content", d, 0), data.to_global("entity", d, 0)
+            pw = np.zeros(lay.nc)
+            for r, w in weights.items():
+                if cbase <= r < cbase + lay.nc:
+                    pw[r - cbase] = w
+            ew = np.zeros(lay.ne)
+            ents = np.array([r - ebase for r in exact if ebase <= r < ebase + lay.ne], dtype=np.int64)
+            if len(ents):
+                counts = self.passages(lay, ents)
+                ew[ents[counts > 0]] = 1.0 / counts[counts > 0]
             beta = cfg.graph_beta if ew.sum() > 0 else 0.0
             p = np.concatenate([(1.0 - beta) * _unit(pw), beta * _unit(ew)])
             if p.sum() <= 0:
                 continue
-            visible = np.concatenate([cmask[g.content_rows], emask[g.entity_rows]])
-            nodes = _neighbourhood(g.adj, (p > 0) & visible, visible)
+            visible = np.concatenate([cmask.local(d), self.visible_local(sc, d)])
+            syn_min = self._synonym_min(lay)
+            nodes = neighbourhood(lay, np.flatnonzero(p > 0), visible, syn_min is not None)
             sizes += len(nodes)
-            sub = g.adj[nodes][:, nodes]
-            r = personalized_pagerank(sub, p[nodes], damping=DAMPING)
-            is_content = nodes < g.nc
-            got_rows.append(g.content_rows[nodes[is_content]])
+            r = personalized_pagerank(subgraph(lay, nodes, syn_min), p[nodes], damping=DAMPING)
+            is_content = nodes < lay.nc
+            got_rows.append(nodes[is_content] + cbase)
             got_vals.append(r[is_content])
         hits = []
         if got_rows:
             rows = np.concatenate(got_rows)
             vals = np.concatenate(got_vals)
-            order = np.lexsort((c.id_rank[rows], -vals))[:k]
+            order = np.lexsort((rows, -vals))[:k]
             hits = [(int(rows[i]), float(vals[i])) for i in order]
         trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
                    f"{len(cseeds)} passage seeds ({'route 1' if seeds is not None else 'dense'})",
-                   matched=[e.name[r] for r in exact[:10]], contents=len(hits))
+                   matched=[data.entities.name[r] for r in exact[:10]], contents=len(hits))
         return Ranked("graph", hits)

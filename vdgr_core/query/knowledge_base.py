@@ -15,7 +15,9 @@ from vdgr_core.query.answer import extractive_answer, llm_answer
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.compress import compress_evidence
 from vdgr_core.query.confidence import clarification, retrieval_confidence
-from vdgr_core.query.data import IndexData, QueryScope, load_index_data
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.vectors import VectorSearch
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.fusion import SectionHit, add_candidates, cap_per_document
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.passage import section_passage
@@ -73,20 +75,22 @@ REFUSAL = "I can't answer this question: it asks about a topic this knowledge ba
 class KnowledgeBase:
     """Question answering over one index (see :meth:`open`).
 
-    Everything the queries need (content and directory columns, vectors, the entity graph per
-    domain on first use) is loaded once; queries then run in memory plus the tantivy shards.
-    Queries of one instance run one at a time (they share the LLM usage counters).
+    Nothing is loaded at open: queries read the domains' memory-mapped layouts, the LanceDB
+    vector indexes (scope as prefilter) and the tantivy shards (:class:`IndexView`). Queries of
+    one instance run one at a time (they share the LLM usage counters).
     """
 
-    def __init__(self, reader: IndexReader, data: IndexData, config: QueryConfig, embedder, llm=None):
+    def __init__(self, reader: IndexReader, data: IndexView, config: QueryConfig, embedder, llm=None):
         self.reader = reader
         self.data = data
         self.config = config
         self.embedder = embedder
         self.llm = llm
-        self.router = Router(data, reader.manifest.domains, reader, config, llm)
-        self.graph = GraphRoute(data, config)
-        self.retriever = Retriever(reader, data, config, make_reranker(config.reranker, llm), self.graph, llm)
+        self.vectors = VectorSearch(data, config)
+        self.router = Router(data, reader.manifest.domains, reader, config, self.vectors, llm)
+        self.graph = GraphRoute(data, self.vectors, config)
+        self.retriever = Retriever(reader, data, self.vectors, config, make_reranker(config.reranker, llm),
+                                   self.graph, llm)
 
     @classmethod
     def open(cls, index_dir: str, config: QueryConfig = QueryConfig(), embedder=None, llm=None) -> "KnowledgeBase":
@@ -106,7 +110,7 @@ class KnowledgeBase:
         Raises
         ------
         schemas.errors.IndexError_
-            No readable manifest.
+            No readable manifest, or an index written before query layouts existed.
         schemas.errors.ConfigError
             The embedder does not match the index.
         """
@@ -122,9 +126,14 @@ class KnowledgeBase:
         if llm is None and config.llm is not None:
             from vdgr_core.llm.client import LLMClient
             llm = LLMClient(config.llm)
-        return cls(reader, load_index_data(reader), config, embedder, llm)
+        return cls(reader, IndexView(reader), config, embedder, llm)
 
     # ------------------------------------------------------------------ API
+    def visible(self, groups: Sequence[str] = ()):
+        """The domains ``groups`` can read something in, with their readable collections and
+        versions (:class:`vdgr_core.query.visibility.Visible`)."""
+        return self.router.visibility(tuple(groups))
+
     def query(self, question: str, *, domain: Optional[str] = None, version: Optional[str] = None,
               groups: Sequence[str] = (), k: Optional[int] = None, qid: Optional[str] = None,
               with_answer: bool = True) -> QueryResult:
@@ -205,7 +214,7 @@ class KnowledgeBase:
         hits = cap_per_document(hits, self.data.sections.doc, k)
         evidence = [self._evidence(h) for h in hits[:k]]
         flags = self.data.contents.flags
-        flagged = {str(self.data.contents.ids[r]): list(flags[r])
+        flagged = {self.data.contents.ids[r]: list(flags[r])
                    for h in hits[:k] for r in section_passage(self.data, h.section, h.rows).rows if flags[r]}
         if flagged:
             trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
@@ -222,7 +231,7 @@ class KnowledgeBase:
                            evidence=evidence, trace=trace.finish())
 
     def _with_backtrack(self, question, qvec, hits: list[SectionHit], cmask, k, trace) -> list[SectionHit]:
-        added = backtrack(self.data, question, qvec, hits[:k], cmask, self.config, trace, self.llm)
+        added = backtrack(self.data, self.vectors, question, qvec, hits[:k], cmask, self.config, trace, self.llm)
         n_add = min(len(added), max(1, k // 3), k - 1)   # the best evidence always stays
         if n_add <= 0:
             return hits
@@ -280,10 +289,10 @@ class KnowledgeBase:
         c = self.data.contents
         r = h.row
         p = section_passage(self.data, h.section, h.rows)
-        return Evidence(chunk_id=str(c.ids[r]), domain=str(c.domain[r]), version=str(c.version[r]),
+        return Evidence(chunk_id=c.ids[r], domain=c.domain[r], version=c.version[r] or "",
                         source=c.source[r], path=list(c.path[r]), title=c.title[r], text=p.text,
                         score=round(float(h.score), 8), routes=list(h.routes),
-                        section_id=c.parent_id[r] or "", chunk_ids=[str(c.ids[x]) for x in p.rows],
+                        section_id=c.parent_id[r] or "", chunk_ids=[c.ids[x] for x in p.rows],
                         page=c.page[r])
 
     def _screen(self, answer: str, evidence: list[Evidence], trace) -> str:

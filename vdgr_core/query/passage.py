@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from vdgr_core.query.data import IndexData
+from vdgr_core.query.view import IndexView
 from vdgr_core.sentences import split_sentences
 
 MAX_CHUNKS = 4          # matched chunks merged into one passage (the best ones)
@@ -56,7 +56,7 @@ def _context_after(text: str) -> str:
     return sents[0] if sents else ""
 
 
-def section_passage(data: IndexData, section: int, matched: Sequence[int], context: bool = True) -> Passage:
+def section_passage(data: IndexView, section: int, matched: Sequence[int], context: bool = True) -> Passage:
     """The passage of ``section`` around its ``matched`` content rows (best first).
 
     At most :data:`MAX_CHUNKS` matched chunks are kept (the best), merged in reading order;

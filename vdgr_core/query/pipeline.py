@@ -19,7 +19,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from schemas.config import QueryConfig
-from vdgr_core.query.data import IndexData, QueryScope
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.vectors import VectorSearch
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.fusion import SectionHit, SectionList, by_section, fuse, with_first_hop
 from vdgr_core.query.graph_route import GraphRoute
 from vdgr_core.query.hybrid import CHUNKS_PER_SECTION, bm25_search, dense_search, hybrid_search
@@ -36,10 +38,11 @@ DEPTH_PER_K = 3          # sections each route returns per evidence item wanted
 class Retriever:
     """Runs the configured routes for one (possibly refined) query and fuses them."""
 
-    def __init__(self, reader, data: IndexData, config: QueryConfig, reranker: Reranker,
+    def __init__(self, reader, data: IndexView, vectors: VectorSearch, config: QueryConfig, reranker: Reranker,
                  graph: GraphRoute, llm=None):
         self._reader = reader
         self._data = data
+        self._vectors = vectors
         self._config = config
         self._reranker = reranker
         self._graph = graph
@@ -50,7 +53,7 @@ class Retriever:
     def labels(self) -> LabelIndex:
         """The TOC label index, built on first use."""
         if self._labels is None:
-            self._labels = LabelIndex(self._data.directories)
+            self._labels = LabelIndex(self._data)
         return self._labels
 
     def depth(self) -> int:
@@ -72,9 +75,9 @@ class Retriever:
                 out = by_section(bm25_search(self._reader, data, question, scope, domains,
                                              n * CHUNKS_PER_SECTION), of_row, n)
             elif route == "dense":
-                out = by_section(dense_search(data, qvec, scope, domains, n * CHUNKS_PER_SECTION), of_row, n)
+                out = by_section(dense_search(self._vectors, qvec, scope, domains, n * CHUNKS_PER_SECTION), of_row, n)
             elif route == "hybrid":
-                out = hybrid_search(self._reader, data, question, qvec, scope, domains, n,
+                out = hybrid_search(self._reader, data, self._vectors, question, qvec, scope, domains, n,
                                     cfg.rrf_k, self._reranker, cfg.reranker.top_n, cfg.hybrid_fusion)
                 err = getattr(self._reranker, "last_error", None)
                 if err:

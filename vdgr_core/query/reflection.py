@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.errors import LLMError
-from vdgr_core.query.data import IndexData
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.fusion import SectionHit
 import re
 
@@ -45,19 +45,19 @@ class Judgement:
     by: str = "offline"
 
 
-def row_text(data: IndexData, row: int) -> str:
+def row_text(data: IndexView, row: int) -> str:
     """A chunk's words as evidence: its title path and text."""
     c = data.contents
     return " ".join(c.path[row]) + "\n" + c.text[row]
 
 
-def evidence_text(data: IndexData, hit: SectionHit) -> str:
+def evidence_text(data: IndexView, hit: SectionHit) -> str:
     """What counts as a section's words: its title path and matched chunks."""
     c = data.contents
     return " ".join(c.path[hit.row]) + "\n" + "\n".join(c.text[r] for r in hit.rows[:4])
 
 
-def judge_offline(question: str, evidence: Sequence[SectionHit], data: IndexData) -> Judgement:
+def judge_offline(question: str, evidence: Sequence[SectionHit], data: IndexView) -> Judgement:
     """Coverage of the question's content words by the top evidence, plus the score margin."""
     qterms = terms(question)
     top = evidence[:TOP_EVIDENCE]
@@ -73,7 +73,7 @@ def judge_offline(question: str, evidence: Sequence[SectionHit], data: IndexData
     return Judgement(sufficient, round(coverage, 4), round(margin, 4), tuple(missing), gap=gap)
 
 
-def judge(question: str, evidence: Sequence[SectionHit], data: IndexData, llm=None,
+def judge(question: str, evidence: Sequence[SectionHit], data: IndexView, llm=None,
           stage: str = "reflect") -> Judgement:
     """Judge sufficiency (LLM when given, else offline; the LLM falling back to offline)."""
     offline = judge_offline(question, evidence, data)

@@ -12,7 +12,7 @@ from typing import Optional, Protocol, Sequence
 from schemas.config import RerankerConfig
 from schemas.errors import ConfigError, LLMError
 from vdgr_core.query.constrained import scores_model
-from vdgr_core.query.data import IndexData
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.passage import section_passage
 from vdgr_core.query.textutil import overlap, terms
@@ -23,16 +23,16 @@ class Reranker(Protocol):
 
     name: str
 
-    def rerank(self, question: str, hits: Sequence[SectionHit], data: IndexData) -> list[SectionHit]:
+    def rerank(self, question: str, hits: Sequence[SectionHit], data: IndexView) -> list[SectionHit]:
         """Return the sections best first with the re-ranker's scores; each input once."""
 
 
-def _reordered(hits: Sequence[SectionHit], scores: Sequence[float], data: IndexData) -> list[SectionHit]:
+def _reordered(hits: Sequence[SectionHit], scores: Sequence[float], data: IndexView) -> list[SectionHit]:
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], int(data.sections.id_rank[hits[i].section])))
     return [replace(hits[i], score=float(scores[i])) for i in order]
 
 
-def _passages(hits: Sequence[SectionHit], data: IndexData) -> list[str]:
+def _passages(hits: Sequence[SectionHit], data: IndexView) -> list[str]:
     return [section_passage(data, h.section, h.rows).text for h in hits]
 
 
@@ -70,7 +70,7 @@ class SectionRescorer:
         for h in hits:
             rows = data.sections.rows[h.section]
             head = " ".join(c.path[int(rows[0])]) if len(rows) else ""
-            cover.append(overlap(q, head + "\n" + "\n".join(c.text[int(r)] for r in rows)))
+            cover.append(overlap(q, head + "\n" + "\n".join(c.text.take(rows))))
         by_cover = sorted(range(len(hits)), key=lambda i: (-cover[i], i))
         lex_rank = {i: r for r, i in enumerate(by_cover)}
         scores = [1.0 / (self._rrf_k + i + 1) + 1.0 / (self._rrf_k + lex_rank[i] + 1) for i in range(len(hits))]

@@ -26,7 +26,9 @@ import numpy as np
 from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import choice_model
-from vdgr_core.query.data import IndexData, QueryScope
+from schemas import tables as T
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.view import IndexView
 from vdgr_core.query.result import DomainScore
 from vdgr_core.query.textutil import _TOKEN, overlap, terms, tokens
 from vdgr_core.query.trace import TraceRecorder
@@ -152,32 +154,39 @@ class Router:
 
     Parameters
     ----------
-    data : IndexData
+    data : IndexView
     domain_infos : sequence of DomainInfo
         From the manifest.
     reader : IndexReader
         For the per-domain BM25 shards.
     config : QueryConfig
+    vectors : VectorSearch
+        For the best directory cosine per domain.
     llm : LLMClient, optional
     """
 
-    def __init__(self, data: IndexData, domain_infos: Sequence, reader, config: QueryConfig, llm=None):
+    def __init__(self, data: IndexView, domain_infos: Sequence, reader, config: QueryConfig, vectors, llm=None):
         self._data = data
         self._infos = {d.name: d for d in domain_infos}
         self._reader = reader
         self._config = config
+        self._vectors = vectors
         self._llm = llm
-        dirs = data.directories
-        roots = {i for i, pid in enumerate(dirs.parent_id) if dirs.index.get(pid or "") is None}
-        self._top_level = sorted(c for r in roots for c in data.dir_children.get(r, ()))
-        # built once: per-domain top-level directories and the domain code of every directory
         self._top_by_domain: dict[str, list[int]] = {}
-        for i in self._top_level:
-            self._top_by_domain.setdefault(str(dirs.domain[i]), []).append(i)
-        self._dir_lookup, self._dir_codes = dirs._codes["domain"]
         self._matcher = NameMatcher(sorted(self._infos))
-        self._visibility = VisibilityIndex(data.contents)
+        self._visibility = VisibilityIndex(data)
         self._views: dict[frozenset, _View] = {}
+
+    def _top_level(self, domain: str) -> list[int]:
+        """The directories just below a domain's roots (its collections and top folders)."""
+        if domain not in self._top_by_domain:
+            dirs = self._data.directories
+            self._top_by_domain[domain] = sorted(c for r in dirs.roots(domain) for c in dirs.children(r))
+        return self._top_by_domain[domain]
+
+    def visibility(self, groups):
+        """What ``groups`` may read (:class:`vdgr_core.query.visibility.Visible`)."""
+        return self._visibility.for_groups(groups)
 
     def _view(self, groups) -> _View:
         """What ``groups`` may see of the domains (cached per set of visible domains)."""
@@ -259,17 +268,15 @@ class Router:
     def _offline(self, question, qvec, scope, names, trace, view: _View) -> RoutingDecision:
         dirs = self._data.directories
         dmask = dirs.mask(scope.with_domains(names))
-        sims = dirs.similarities(qvec)
         qterms = terms(question)
         top = {}
         for n in names:
             info = view.infos[n]
-            titles = [dirs.title[i] for i in self._top_by_domain.get(n, ()) if dmask[i]]
+            level = np.array(self._top_level(n), dtype=np.int64)
+            titles = dirs.title.take(level[dmask[level]]) if len(level) else []
             top[n] = " ".join([info.description or "", *titles, *info.collections])
-        # best directory cosine per domain in one pass (no per-domain scan of all rows)
-        best_cos = np.full(len(self._dir_lookup) + 1, -np.inf)
-        if len(sims):
-            np.maximum.at(best_cos, self._dir_codes[dmask], sims[dmask])
+        # best directory cosine per domain (one search; the scope is its prefilter)
+        best_cos = self._vectors.best_per_domain(T.DIRECTORIES, qvec, scope, names)
         bm25 = {}
         for n in names:
             shard = self._reader.shard(n)
@@ -278,8 +285,7 @@ class Router:
         bm_total = sum(bm25.values())
         rows = []
         for n in names:
-            code = self._dir_lookup.get(n)
-            cos = float(best_cos[code]) if code is not None and np.isfinite(best_cos[code]) else 0.0
+            cos = float(best_cos.get(n, 0.0))
             parts = {
                 "name": view.matcher.match(question, n)[0],
                 "text": overlap(qterms, top[n]),

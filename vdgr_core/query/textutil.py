@@ -1,18 +1,11 @@
 """Small lexical helpers shared by routing, selection, sufficiency and answers."""
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Iterable
 
 from vdgr_core.store.tantivy_shard import _STOP
-
-_TOKEN = re.compile(r"[a-z0-9]+\+*")
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased alphanumeric tokens; a trailing ``+`` stays part of the token (``s10+``)."""
-    return _TOKEN.findall((text or "").lower())
+from vdgr_core.tokens import _TOKEN, stem as _stem, tokens  # noqa: F401  (re-exported)
 
 
 def terms(text: str) -> list[str]:
@@ -22,13 +15,6 @@ def terms(text: str) -> list[str]:
         if t not in _STOP and (len(t) > 1 or t.isdigit()):
             seen.setdefault(t, None)
     return list(seen)
-
-
-def _stem(t: str) -> str:
-    for suf in ("ing", "es", "ed", "s"):
-        if len(t) > len(suf) + 2 and t.endswith(suf):
-            return t[: -len(suf)]
-    return t
 
 
 @lru_cache(maxsize=65536)

@@ -19,7 +19,8 @@ import numpy as np
 from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
-from vdgr_core.query.data import IndexData, QueryScope, top_k
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.view import IndexView, top_k
 from vdgr_core.query.fusion import SectionHit, SectionList
 from vdgr_core.query.textutil import overlap, terms
 from vdgr_core.query.toc_index import LabelIndex
@@ -30,19 +31,21 @@ def _label(d, i: int) -> str:
     return " > ".join(d.full_path[i][1:]) or d.title[i]
 
 
-def _best_row(data: IndexData, rows, qterms) -> int:
-    c = data.contents
-    return max(rows, key=lambda r: (overlap(qterms, c.text[r]), -int(c.position[r])))
+def _best_row(data: IndexView, rows, qterms) -> int:
+    """The row sharing most words with the question (``rows`` in reading order; first on ties)."""
+    texts = data.contents.text.take(rows)
+    best = max(range(len(rows)), key=lambda i: (overlap(qterms, texts[i]), -i))
+    return rows[best]
 
 
-def toc_search(data: IndexData, labels: LabelIndex, question: str, scope: QueryScope,
+def toc_search(data: IndexView, labels: LabelIndex, question: str, scope: QueryScope,
                domains: Sequence[str], config: QueryConfig, trace: TraceRecorder, llm=None) -> SectionList:
     """Run route 2 and return its ranked sections (route name ``toc``)."""
     d = data.directories
     sc = scope.with_domains(domains)
-    scores = labels.scores(question, d.visible(scope.groups))
-    dmask = d.mask(sc) & labels.labelled & (scores > 0)
-    coarse = top_k(scores, dmask, config.toc_coarse_l, d.id_rank)
+    scores = labels.scores(question, sc, domains)
+    coarse = top_k(np.array(list(scores.values())), np.array(list(scores.keys()), dtype=np.int64),
+                   config.toc_coarse_l)
     if not coarse:
         trace.step("toc", "no heading or path matches the question in scope")
         return SectionList("toc", [])
@@ -59,10 +62,11 @@ def toc_search(data: IndexData, labels: LabelIndex, question: str, scope: QueryS
     qterms = terms(question)
     found: dict[int, tuple[float, int]] = {}
     for rank, i in enumerate(chosen):
-        rows = [r for r in data.descendant_contents(i) if cmask[r]]
+        rows = np.array(data.descendant_contents(i), dtype=np.int64)
+        rows = rows[cmask[rows]] if len(rows) else rows
         for s in dict.fromkeys(int(sec.of_row[r]) for r in rows):
             node = data.section_node(s)
-            own = float(scores[node]) if node is not None else 0.0
+            own = float(scores.get(node, 0.0)) if node is not None else 0.0
             key = (own, -rank)
             if s not in found or key > found[s]:
                 found[s] = key
@@ -70,7 +74,8 @@ def toc_search(data: IndexData, labels: LabelIndex, question: str, scope: QueryS
     order = order[: config.toc_max_contents]
     hits = []
     for s in order:
-        visible = [int(r) for r in sec.rows[s] if cmask[r]]
+        members = sec.rows[s]
+        visible = [int(r) for r in members[cmask[members]]]
         hits.append(SectionHit(s, found[s][0], (_best_row(data, visible, qterms),), ("toc",)))
     trace.step("toc", f"{how} selection of {len(chosen)} directories from {len(coarse)} heading matches, "
                f"{len(found)} sections under them", directories=[_label(d, i) for i in chosen],

@@ -1,96 +1,90 @@
 """BM25 over the labels of the table of contents (what route 2 matches the question against).
 
 A directory's label is its title path below the domain (document, folders, headings) plus its
-summary. Built once per opened index as one sparse matrix of term counts; a query's BM25 scores
-(Robertson & Zaragoza 2009, k1 = 1.2, b = 0.75) are computed over the query's columns with
-statistics from the labels the reader may see.
-Tokens are the query module's (lower-cased, stop words dropped, light stemming).
+summary (:mod:`vdgr_core.labels`). Each domain's layout stores the labels as an inverted index
+(stem key -> directories and term counts) with every label's length, memory-mapped; a query
+reads the postings of its own stems only. BM25 (Robertson & Zaragoza 2009, k1 = 1.2,
+b = 0.75) takes its statistics (label count, average length, document frequencies) from the
+labels the reader may see in the routed domains, so a restricted heading changes no outsider's
+ranking.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
-from vdgr_core.query.data import Directories
-from vdgr_core.query.textutil import _stem, terms
+from vdgr_core.labels import label_key
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.textutil import terms
+from vdgr_core.tokens import stem as _stem
+from vdgr_core.query.view import IndexView
 
 K1, B = 1.2, 0.75
 
 
-def label_text(d: Directories, i: int) -> str:
-    """The words of directory ``i`` that route 2 matches: title path below the domain + summary."""
-    return " ".join(d.full_path[i][1:]) + "\n" + (d.summary[i] or "")
-
-
-def _stems(text: str) -> list[str]:
-    return [_stem(t) for t in terms_all(text)]
-
-
-def terms_all(text: str) -> list[str]:
-    """Content words of ``text`` with repeats (BM25 needs term frequencies)."""
-    from vdgr_core.query.textutil import tokens
-    from vdgr_core.store.tantivy_shard import _STOP
-
-    return [t for t in tokens(text) if t not in _STOP and (len(t) > 1 or t.isdigit())]
+def query_keys(question: str) -> np.ndarray:
+    """The label keys of the question's stems (distinct, sorted)."""
+    return np.unique(np.array([label_key(_stem(t)) for t in terms(question)], dtype=np.uint64))
 
 
 class LabelIndex:
-    """BM25 weights of every directory label.
+    """Label BM25 over the layouts of an :class:`IndexView`."""
 
-    ``labelled[i]`` is False for domain roots (their label is empty) and label-less nodes.
-    """
+    def __init__(self, view: IndexView):
+        self._view = view
 
-    def __init__(self, directories: Directories):
-        d = directories
-        vocab: dict[str, int] = {}
-        rows, cols, vals = [], [], []
-        lengths = np.zeros(len(d), dtype=np.float64)
-        for i in range(len(d)):
-            if len(d.full_path[i]) <= 1:
-                continue
-            toks = _stems(label_text(d, i))
-            lengths[i] = len(toks)
-            counts: dict[int, int] = {}
-            for t in toks:
-                j = vocab.setdefault(t, len(vocab))
-                counts[j] = counts.get(j, 0) + 1
-            for j, n in counts.items():
-                rows.append(i)
-                cols.append(j)
-                vals.append(n)
-        self.vocab = vocab
-        self.labelled = lengths > 0
-        self._lengths = lengths
-        self._tf = sp.csc_matrix((np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(d), len(vocab)))
+    def _postings(self, domain: str, keys: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(key, directories, term counts) of each question key the domain's labels hold."""
+        lay = self._view.layout(domain)
+        vocab = lay.array("label_keys")
+        if not len(vocab) or not len(keys):
+            return []
+        pos = np.minimum(np.searchsorted(vocab, keys), len(vocab) - 1)
+        ptr, dirs, tf = lay.array("label_ptr"), lay.array("label_dirs"), lay.array("label_tf")
+        out = []
+        for key, p in zip(keys, pos):
+            if vocab[p] == key:
+                lo, hi = int(ptr[p]), int(ptr[p + 1])
+                out.append((int(key), np.asarray(dirs[lo:hi], dtype=np.int64),
+                            np.asarray(tf[lo:hi], dtype=np.float64)))
+        return out
 
-    def scores(self, question: str, visible: Optional[np.ndarray] = None) -> np.ndarray:
-        """BM25 score of every directory label for ``question`` (0 where nothing matches).
-
-        Document frequencies, the label count and the average label length come from the
-        labels in ``visible`` only (the directories the reader may see), so a restricted
-        heading changes no outsider's ranking; rows outside ``visible`` score 0.
-        """
-        out = np.zeros(self._tf.shape[0])
-        cols = sorted({self.vocab[s] for s in (_stem(t) for t in terms(question)) if s in self.vocab})
-        if not cols:
-            return out
-        vis = self.labelled if visible is None else (self.labelled & visible)
-        n_docs = int(vis.sum())
+    def scores(self, question: str, scope: QueryScope, domains: Sequence[str]) -> dict[int, float]:
+        """BM25 score of every directory label of ``domains`` that the question matches and
+        that ``scope`` lets the reader see (global directory rows; only scores above 0)."""
+        keys = query_keys(question)
+        domains = [d for d in domains if d in self._view.code]
+        if not len(keys) or not domains:
+            return {}
+        visible = self._view.directories.visible(scope.groups)
+        n_docs, total_len = 0, 0.0
+        df: dict[int, float] = {}
+        found = {}
+        for d in domains:
+            lengths = np.asarray(self._view.layout(d).array("label_len"), dtype=np.float64)
+            seen = visible.local(d) & (lengths > 0)
+            n_docs += int(seen.sum())
+            total_len += float(lengths[seen].sum())
+            found[d] = (lengths, self._postings(d, keys))
+            for key, rows, _ in found[d][1]:
+                df[key] = df.get(key, 0.0) + float(seen[rows].sum())
         if n_docs == 0:
-            return out
-        avg = float(self._lengths[vis].mean())
-        tf = self._tf
-        for j in cols:
-            lo, hi = tf.indptr[j], tf.indptr[j + 1]
-            rows, counts = tf.indices[lo:hi], tf.data[lo:hi]
-            keep = vis[rows]
-            rows, counts = rows[keep], counts[keep]
-            if len(rows) == 0:
-                continue
-            df = float(len(rows))
-            idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            norm = K1 * (1.0 - B + B * self._lengths[rows] / avg)
-            out[rows] += idf * counts * (K1 + 1.0) / (counts + norm)
+            return {}
+        avg = total_len / n_docs
+        in_scope = self._view.directories.mask(scope.with_domains(domains))
+        out: dict[int, float] = {}
+        for d in domains:
+            lengths, postings = found[d]
+            mask = in_scope.local(d) & (lengths > 0)
+            acc = np.zeros(len(lengths))
+            for key, rows, tf in postings:
+                keep = mask[rows]
+                rows, tf = rows[keep], tf[keep]
+                if not len(rows):
+                    continue
+                idf = np.log(1.0 + (n_docs - df[key] + 0.5) / (df[key] + 0.5))
+                acc[rows] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[rows] / avg))
+            base = self._view.to_global("dir", d, 0)
+            out.update({base + int(j): float(acc[j]) for j in np.flatnonzero(acc > 0)})
         return out

@@ -2,17 +2,17 @@
 
 Routing, confidences, the trace and LLM prompts consider only these, so a domain (or collection,
 or version) whose every row is restricted to other groups is invisible: it is not scored, named,
-described or offered to the LLM router. Computed from the content rows' ACLs once per set of
-groups and cached (a few distinct group sets per process).
+described or offered to the LLM router. Each domain's layout lists the (ACL class, collection,
+version) combinations its contents hold (``meta.visible``), so a caller's view is computed from
+those few combinations, once per set of groups, and cached.
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
 
-import numpy as np
-
-from vdgr_core.query.data import Contents
+from vdgr_core.query.scope import readable_classes
+from vdgr_core.query.view import IndexView
 
 _CACHE = 256
 
@@ -33,10 +33,10 @@ class Visible:
 
 
 class VisibilityIndex:
-    """:class:`Visible` per set of groups, from the content rows (cached, thread-safe)."""
+    """:class:`Visible` per set of groups, from the layouts (cached, thread-safe)."""
 
-    def __init__(self, contents: Contents):
-        self._contents = contents
+    def __init__(self, view: IndexView):
+        self._view = view
         self._cache: dict[tuple[str, ...], Visible] = {}
         self._lock = threading.Lock()
 
@@ -46,20 +46,17 @@ class VisibilityIndex:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
-        c = self._contents
-        rows = np.flatnonzero(c.visible(key))
-        colls: dict[str, set[str]] = {}
-        vers: dict[str, set[str]] = {}
-        for d, coll, ver in zip(c.domain[rows], c.collection[rows], c.version[rows]):
-            d = str(d)
-            colls.setdefault(d, set())
-            vers.setdefault(d, set())
-            if coll:
-                colls[d].add(str(coll))
-            if ver:
-                vers[d].add(str(ver))
-        out = Visible({d: tuple(sorted(v)) for d, v in colls.items()},
-                      {d: tuple(sorted(v)) for d, v in vers.items()})
+        colls: dict[str, tuple[str, ...]] = {}
+        vers: dict[str, tuple[str, ...]] = {}
+        for d in self._view.domains:
+            lay = self._view.layout(d)
+            readable = readable_classes(lay, key)
+            combos = [(c, v) for a, c, v in lay.meta.get("visible", ()) if readable[a]]
+            if not combos:
+                continue
+            colls[d] = tuple(sorted({lay.collections[c] for c, _ in combos} - {""}))
+            vers[d] = tuple(sorted({lay.versions[v] for _, v in combos} - {""}))
+        out = Visible(colls, vers)
         with self._lock:
             if len(self._cache) >= _CACHE:
                 self._cache.pop(next(iter(self._cache)))

@@ -15,6 +15,9 @@ The points, in commit order (ARCHITECTURE.md, commit protocol):
     the BM25 shards are published (whole, under their digest); no table written yet.
 ``store.folder_uploaded_without_marker``
     object stores: a shard's files are uploaded, its completion marker is not.
+``commit.layouts_published``
+    the query layouts of the domains are published (whole, under their digest); the manifest
+    does not name them yet.
 ``commit.cache_written``
     the embedding cache has the new vectors (a cache: never read through the manifest).
 ``commit.table_written.<table>``
@@ -32,7 +35,7 @@ import signal
 ENV = "VDGR_FAILPOINT"
 
 POINTS = ("commit.staged", "commit.shards_published", "store.folder_uploaded_without_marker",
-          "commit.cache_written",
+          "commit.layouts_published", "commit.cache_written",
           "commit.manifest_before_rename", "commit.manifest_written")
 TABLE_POINT = "commit.table_written.{}"
 

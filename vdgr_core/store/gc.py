@@ -3,7 +3,7 @@
 Every build and update adds LanceDB table versions and may publish new tantivy shard folders;
 a crash can leave a staging folder or a half-built shard. ``collect_garbage`` removes, when
 older than ``keep``: LanceDB versions other than the ones the current manifest names, shard
-and graph folders the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
+and layout folders (and format 2 graph folders) the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
 ``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
 ``optimize`` also compacts small fragments; when that commits a new version of a table the
 manifest names (same rows), the manifest is rewritten, atomically, to name it.
@@ -33,7 +33,7 @@ from vdgr_core.store.manifest import read_manifest, write_manifest
 @dataclass(frozen=True)
 class GcReport:
     lance_versions_removed: int
-    shard_folders_removed: int        # BM25 shard and CSR graph folders
+    shard_folders_removed: int        # BM25 shard and layout folders
     staging_runs_removed: int
 
 
@@ -89,9 +89,9 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
             expect_generation=manifest.generation)
     keep_s = keep.total_seconds()
     live = {os.path.normpath(os.path.join(index_dir, f))
-            for f in [*manifest.all_shard_folders(), *manifest.graphs.values()]}
+            for f in [*manifest.all_shard_folders(), *(ref.folder for ref in manifest.layouts.values())]}
     shards = 0
-    for kind in ("tantivy", "graph"):        # BM25 sub-shards, CSR graph folders
+    for kind in ("tantivy", "layout", "graph"):   # BM25 sub-shards, layouts (graph: format 2's CSR folders)
         root = os.path.join(index_dir, kind)
         for domain in sorted(os.listdir(root)) if os.path.isdir(root) else []:
             folder = os.path.join(root, domain)

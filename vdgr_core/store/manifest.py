@@ -22,10 +22,15 @@ Format 2 (this version) adds, for incremental updates and the query side:
 * ``table_digests`` and ``domain_digests``: the additive digest of each table and of each
   domain's rows of each table (vdgr_core/store/digest.py), so an update recomputes them from
   the rows it deletes and writes;
-* ``graphs``: per domain, the folder of its CSR adjacency arrays (vdgr_core/store/graph_csr.py);
 * ``vector_indexes``: per table, the LanceDB vector index built on its ``vector`` column.
 
-A format-1 manifest is still read (its shards become single sub-shards, without digests).
+Format 3 adds ``layouts``: per domain, the folder of its query layout and its counts
+(vdgr_core/store/domain_layout.py): the memory-mapped arrays and document store the query side
+reads instead of loading tables (format 2 named per-domain CSR graph folders, ``graphs``,
+which the layouts replace).
+
+Format-1 and format-2 manifests are still read (format 1's shards become single sub-shards,
+without digests); an index without layouts is queried only after ``vdgr update`` wrote them.
 """
 from __future__ import annotations
 
@@ -34,14 +39,15 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from schemas.errors import ConcurrentCommitError, IndexError_
+from vdgr_core.store.domain_layout import LayoutRef
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.tantivy_shard import ShardInfo
 
 MANIFEST_NAME = "manifest.json"
 GENERATIONS_DIR = "manifests"        # object stores: one object per generation
-FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ class Manifest:
     table_digests: dict[str, str] = field(default_factory=dict)
     domain_digests: dict[str, dict[str, str]] = field(default_factory=dict)   # domain -> table -> hex
     subshards: dict[str, int] = field(default_factory=dict)       # domain -> BM25 sub-shard count
-    graphs: dict[str, str] = field(default_factory=dict)          # domain -> CSR folder
+    layouts: dict[str, LayoutRef] = field(default_factory=dict)   # domain -> query layout
     vector_indexes: dict[str, dict] = field(default_factory=dict)  # table -> index description
     format_version: int = FORMAT_VERSION
     generation: int = 0                     # set by write_manifest: the replaced one's + 1
@@ -114,6 +120,8 @@ class Manifest:
             else:
                 shards[dom] = tuple(ShardInfo(dom, x["folder"], x["n_docs"], x["digest"], x["sub"]) for x in v)
         d["tantivy_shards"] = shards
+        d.pop("graphs", None)              # format 2: per-domain CSR folders, replaced by layouts
+        d["layouts"] = {dom: LayoutRef.from_json(v) for dom, v in d.get("layouts", {}).items()}
         return cls(**d)
 
     def domain(self, name: str) -> DomainInfo:

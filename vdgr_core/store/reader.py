@@ -76,19 +76,16 @@ class IndexReader:
                 self._shards[domain] = ShardSearcher(paths[0]) if len(paths) == 1 else MultiShardSearcher(paths)
             return self._shards[domain]
 
-    def graph_folder(self, domain: str) -> Optional[str]:
-        """The local folder of ``domain``'s CSR adjacency arrays (vdgr_core/store/graph_csr.py),
-        or None when the index has none for it (remote indexes: copied once to a local cache)."""
-        rel = self.manifest.graphs.get(domain)
-        if rel is None:
-            return None
-        return self._local_shard(rel)
+    def layout_folder(self, domain: str) -> str:
+        """The local folder of ``domain``'s query layout (vdgr_core/store/domain_layout.py);
+        a remote index's layout is copied once to a local cache. KeyError: no layout."""
+        return self._local_shard(self.manifest.layouts[domain].folder)
 
     def _local_shard(self, rel: str) -> str:
         """A local folder holding shard ``rel``: in the index, or a cached copy of a remote one."""
         if not self._location.remote:
             return os.path.join(self.index_dir, rel)
-        cached = os.path.join(shard_cache_dir(), *rel.split("/"))   # tantivy|graph/<domain>/<digest>
+        cached = os.path.join(shard_cache_dir(), *rel.split("/"))   # tantivy|layout/<domain>/<digest>
         if not os.path.isdir(cached):
             os.makedirs(os.path.dirname(cached), exist_ok=True)
             tmp = tempfile.mkdtemp(prefix=".fetching-", dir=os.path.dirname(cached))

@@ -2,7 +2,7 @@
 
 Tables are streamed into LanceDB from record batches (each write one table version; the driver
 never holds a whole table); the vector and scalar indexes are built on the written versions;
-then the manifest naming every version, shard and graph folder, with the additive digests of
+then the manifest naming every version, shard and layout folder, with the additive digests of
 every table and domain, is written whole. The build id is a digest of the table digests and
 the BM25 shard digests: two commits of equal rows give equal build ids, however the rows were
 produced.
@@ -21,6 +21,7 @@ from schemas.config import StoreConfig
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.lance_store import TableWrite, connect, has_table
+from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.manifest import DomainInfo, Manifest, write_manifest
 from vdgr_core.store.table_indexes import ensure_scalar_indexes, ensure_vector_index
 from vdgr_core.store.tantivy_shard import ShardInfo
@@ -61,7 +62,7 @@ class CommitPlan:
     digests: dict[str, dict[str, int]] = field(default_factory=dict)   # table -> domain -> digest
     shards: list[ShardInfo] = field(default_factory=list)
     subshards: dict[str, int] = field(default_factory=dict)
-    graphs: dict[str, str] = field(default_factory=dict)
+    layouts: dict = field(default_factory=dict)                        # domain -> LayoutRef
     vector_indexes: dict[str, dict] = field(default_factory=dict)
 
 
@@ -116,7 +117,7 @@ def write_plan_manifest(index_dir: str, plan: CommitPlan, *, embedding_model: st
         table_digests={n: dg.to_hex(v) for n, v in totals.items()},
         domain_digests=by_domain,
         subshards=dict(sorted(plan.subshards.items())),
-        graphs=dict(sorted(plan.graphs.items())),
+        layouts=dict(sorted(plan.layouts.items())),
         vector_indexes=dict(sorted(plan.vector_indexes.items())),
     )
     manifest = write_manifest(index_dir, manifest)
@@ -165,6 +166,9 @@ def commit_index(
         plan.digests[name] = dg.domain_digests(table) if table.num_rows else {}
     plan.shards = list(shards)
     build_indexes(db, plan, store or StoreConfig(), dim)
+    domains_with_rows = sorted({d for name in (T.CONTENTS, T.DIRECTORIES) for d in plan.digests.get(name, {})})
+    plan.layouts = write_layouts({n: db.open_table(n) for n in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)},
+                                 index_dir, domains_with_rows, layout_options(store or StoreConfig()))
     manifest = write_plan_manifest(index_dir, plan, embedding_model=embedding_model, dim=dim, domains=domains,
                                    config=config, parent_build_id=parent_build_id)
     return manifest, dict(plan.writes)

@@ -11,7 +11,7 @@ from schemas.config import LLMConfig
 from tests.support.tiny_index import DESCRIPTIONS, DOCS, SECRET_WORD, Doc, build_tiny_index
 from tests.vdgr_core.query.conftest import config
 from vdgr_core.llm.client import LLMClient
-from vdgr_core.query.data import QueryScope
+from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.knowledge_base import KnowledgeBase
 from vdgr_core.store.filters import SearchScope
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from tests.support.tiny_index import SECRET_WORD
 from vdgr_core.query.backtrack import backtrack
-from vdgr_core.query.data import QueryScope
+from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.trace import TraceRecorder
 from vdgr_core.store.filters import SearchScope
@@ -27,7 +27,7 @@ def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
     question = "Wireless PowerShare stops below which battery level percent?"
     cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
     trace = TraceRecorder()
-    added = backtrack(kb.data, question, kb.embedder.embed([question])[0], [_hit(kb, first, 1.0, ("hybrid",))],
+    added = backtrack(kb.data, kb.vectors, question, kb.embedder.embed([question])[0], [_hit(kb, first, 1.0, ("hybrid",))],
                       cmask, kb.config, trace)
     assert added and all(h.routes == ("backtrack",) for h in added)
     # other sections than the evidence's own, inside the scope, covering a missing word
@@ -41,7 +41,7 @@ def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
 def test_backtrack_not_triggered_when_evidence_covers_question(kb):
     row = _row(kb, "Bluetooth", "1.0")
     cmask = np.ones(len(kb.data.contents), dtype=bool)
-    added = backtrack(kb.data, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
+    added = backtrack(kb.data, kb.vectors, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
                       [_hit(kb, row, 1.0, ("hybrid",))], cmask, kb.config, TraceRecorder())
     assert added == []
 
@@ -53,7 +53,7 @@ def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
     qvec = kb.embedder.embed([question])[0]
     for groups, expect in (((), False), (("hr",), True)):
         cmask = c.mask(QueryScope(SearchScope(groups=groups, domains=("HR_Policies",))))
-        added = backtrack(kb.data, question, qvec, [_hit(kb, start, 1.0, ("hybrid",))], cmask,
+        added = backtrack(kb.data, kb.vectors, question, qvec, [_hit(kb, start, 1.0, ("hybrid",))], cmask,
                           kb.config, TraceRecorder())
         found = any(SECRET_WORD in c.text[r] for h in added for r in h.rows)
         assert found is expect

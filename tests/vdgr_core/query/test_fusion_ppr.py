@@ -157,7 +157,7 @@ def test_ppr_prefers_nodes_near_the_seed():
 
 
 def test_synonym_edges_join_near_identical_entity_vectors_only():
-    from vdgr_core.query.graph_route import synonym_edges
+    from vdgr_core.store.layout_build import synonym_edges
 
     v = np.array([[1.0, 0.0, 0.0], [0.999, 0.0447, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)

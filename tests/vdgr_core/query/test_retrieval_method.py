@@ -74,7 +74,8 @@ def test_evidence_is_one_item_per_section_with_its_matched_passage(kb):
     for e in r.evidence:
         rows = [row_of[cid] for cid in e.chunk_ids]
         assert e.chunk_id in e.chunk_ids
-        pos = [int(c.position[i]) for i in rows]
+        members = list(kb.data.sections.rows[kb.data.sections.of_row[rows[0]]])
+        pos = [members.index(i) for i in rows]
         assert pos == sorted(pos)                                    # reading order
         assert {c.parent_id[i] for i in rows} == {e.section_id}      # all from the one section
         assert c.text[row_of[e.chunk_id]].strip()[:40] in e.text     # the matched chunk is shown
@@ -91,16 +92,34 @@ def test_one_document_takes_at_most_half_of_k_while_others_score(kb):
     assert max(Counter(docs).values()) <= 2
 
 
-def test_masks_and_similarities_are_cached_read_only(kb):
-    from vdgr_core.query.data import QueryScope
+def test_masks_are_cached_per_scope_and_answer_for_the_rows_asked(kb):
+    from vdgr_core.query.scope import QueryScope
     from vdgr_core.store.filters import SearchScope
 
     c = kb.data.contents
     sc = QueryScope(SearchScope(groups=(), domains=("Galaxy_S10",)))
     m1, m2 = c.mask(sc), c.mask(sc)
-    assert m1 is m2 and not m1.flags.writeable
-    assert set(c.domain[m1]) == {"Galaxy_S10"}
+    assert m1 is m2
+    rows = np.arange(len(c))
+    inside = m1[rows]
+    assert inside.any() and {c.domain[r] for r in rows[inside]} == {"Galaxy_S10"}
+    assert all(m1[int(r)] == bool(inside[i]) for i, r in enumerate(rows))     # scalar = vector answer
+    local = m1.local("Galaxy_S10")
+    assert not local.flags.writeable and local is m1.local("Galaxy_S10")
+
+
+def test_exact_vector_search_equals_a_brute_force_scan(kb):
+    from schemas import tables as T
+    from vdgr_core.query.scope import QueryScope
+    from vdgr_core.store.filters import SearchScope
+
+    c = kb.data.contents
     q = kb.embedder.embed(["battery"])[0]
-    s1 = c.similarities(q)
-    assert s1 is c.similarities(q) and not s1.flags.writeable
-    assert np.allclose(s1, c.vectors @ q)
+    sc = QueryScope(SearchScope(groups=(), domains=("Galaxy_S10",), versions=("1.0",)))
+    got = kb.vectors.search(T.CONTENTS, q, sc, 5)
+    table = kb.reader.table(T.CONTENTS).to_arrow().to_pylist()
+    sims = sorted(((float(np.dot(r["vector"], q)), c.row(r["domain"], r["chunk_id"])) for r in table
+                   if r["domain"] == "Galaxy_S10" and r["version"] == "1.0" and r["public"]),
+                  key=lambda x: (-x[0], x[1]))[:5]
+    assert [r for r, _ in got] == [r for _, r in sims]
+    assert np.allclose([s for _, s in got], [s for s, _ in sims], atol=1e-5)

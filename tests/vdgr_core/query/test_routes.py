@@ -5,7 +5,7 @@ from schemas.errors import ConfigError
 from tests.support.tiny_index import DIM
 from tests.vdgr_core.query.conftest import config
 from vdgr_core.embedding import HashingEmbedder
-from vdgr_core.query.data import QueryScope
+from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.knowledge_base import KnowledgeBase
 from vdgr_core.query.routing import name_match
 from vdgr_core.query.trace import TraceRecorder

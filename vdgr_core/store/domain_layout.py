@@ -1,0 +1,238 @@
+"""The query layout of one domain: memory-mapped arrays and a document store, written at commit.
+
+The query side never loads a table. Everything it needs besides the LanceDB vector indexes and
+the tantivy shards sits in one folder per domain, ``layout/<domain>/<digest>/``, named by the
+manifest (``layouts``) and opened in O(1): ``.npy`` arrays with ``np.load(mmap_mode="r")`` and
+Arrow IPC files through ``pyarrow.memory_map``. Pages are read when a query touches them.
+
+Local numbering: contents, directories and entities are numbered by their sorted ids
+(``chunk_id``, ``node_id``, ``entity_id``); sections (the evidence unit: one parent directory
+node of one source file) by their sorted key ``source \\x00 parent_id``.
+
+=============================  =============================================================
+file                           what
+=============================  =============================================================
+``content_ids.npy``            ``S32`` chunk ids, sorted: local content ``i``
+``content_section.npy``        ``int32`` section of each content
+``content_dir.npy``            ``int32`` directory of each content's parent node (``-1``: none)
+``content_acl.npy``            ``int32`` ACL class (``meta.acl_classes``), likewise
+``content_version.npy``,       ``int32`` codes into ``meta.versions`` / ``meta.collections``
+``content_collection.npy``
+``section_ptr.npy``,           CSR: the contents of each section in reading order (position,
+``section_rows.npy``           then id)
+``section_doc.npy``            ``int32`` source file of each section (rank in sorted sources)
+``section_dir.npy``            ``int32`` directory of the section's node (``-1``: none)
+``dir_ids.npy``                ``S32`` node ids, sorted: local directory ``j``
+``dir_parent.npy``             ``int32`` parent directory (``-1``: a root)
+``dir_acl.npy``, ...           ``int32`` ACL class, version and collection codes of directories
+``dir_children_ptr/_idx.npy``  CSR: child directories (sorted)
+``dir_contents_ptr/_idx.npy``  CSR: contents whose parent node is the directory (sorted)
+``dir_below_ptr/_idx.npy``     CSR: the ACL classes of every content at or below the directory
+                               (what "a reader may see something below it" is decided on)
+``label_keys.npy``             ``uint64`` sorted hashes of the label stems (TOC route)
+``label_ptr/_dirs/_tf.npy``    CSC: for each stem, the directories whose label holds it, and
+                               how often
+``label_len.npy``              ``float32`` stems per directory label (``0``: unlabelled)
+``entity_ids.npy``             ``S32`` entity ids, sorted: local entity ``k``
+``graph_ptr/_idx/_w.npy``      CSR over ``nc + ne`` nodes (contents, then entities): every
+                               ``has_entity`` (mentions) and ``cooccurs`` (sentences) edge in
+                               both directions, equal pairs summed, no self loops, weight 0
+                               counted as 1
+``synonym_ptr/_idx/_w.npy``    CSR over entities: near-identical entity vectors (cosine >=
+                               ``meta.synonym_min``), at most 5 per entity, symmetric
+``contents.arrow``             text, title, source, path, parent_id, page, flags, version,
+                               collection of each local content (batches of 65,536 rows)
+``directories.arrow``          title, full_path, summary, kind, level of each directory
+``entities.arrow``             name, norm of each entity
+``meta.json``                  format, domain, counts, ``acl_classes``, ``versions``,
+                               ``collections``, ``visible`` (the (acl class, collection,
+                               version) combinations present among contents), ``synonym_min``
+=============================  =============================================================
+
+Index arrays of a CSR are ``int32`` (a domain holds fewer than 2**31 edges), so scipy wraps
+the memory maps without copying them. The folder's digest covers every file: equal rows give
+an equal folder name, whether a build or an update wrote it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Mapping, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from scipy import sparse
+
+from vdgr_core.store.location import IndexLocation
+
+FORMAT = 1
+BATCH_ROWS = 65_536          # rows per record batch of the document store files
+STORE_FILES = ("contents.arrow", "directories.arrow", "entities.arrow")
+
+
+@dataclass(frozen=True)
+class LayoutRef:
+    """What the manifest records of a domain's layout: its folder and its counts."""
+
+    folder: str
+    contents: int
+    sections: int
+    directories: int
+    entities: int
+    documents: int
+
+    def to_json(self) -> dict:
+        return {"folder": self.folder, "contents": self.contents, "sections": self.sections,
+                "directories": self.directories, "entities": self.entities, "documents": self.documents}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "LayoutRef":
+        return cls(str(d["folder"]), int(d["contents"]), int(d["sections"]), int(d["directories"]),
+                   int(d["entities"]), int(d["documents"]))
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as w:
+        for batch in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
+            w.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray],
+                   stores: Mapping[str, pa.Table], meta: dict) -> LayoutRef:
+    """Write one domain's layout folder whole (named by the digest of its files) and return its
+    reference. A folder already published with the same content is kept."""
+    files: dict[str, bytes] = {}
+    for name in sorted(arrays):
+        buf = _npy_bytes(np.ascontiguousarray(arrays[name]))
+        files[name + ".npy"] = buf
+    for name in sorted(stores):
+        files[name + ".arrow"] = _ipc_bytes(stores[name])
+    meta = {**meta, "format": FORMAT, "domain": domain}
+    files["meta.json"] = json.dumps(meta, sort_keys=True).encode("utf-8")
+    h = hashlib.sha256(f"layout {FORMAT}\x1f{domain}".encode("utf-8"))
+    for name in sorted(files):
+        h.update(name.encode("utf-8") + len(files[name]).to_bytes(8, "little"))
+        h.update(files[name])
+    rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
+    counts = meta["counts"]
+    ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
+                    counts["documents"])
+    loc = IndexLocation(index_root)
+    if loc.exists(rel):
+        return ref
+    if loc.remote:
+        tmp = tempfile.mkdtemp(prefix="vdgr-layout-")
+    else:
+        parent = os.path.dirname(loc.local_folder(rel))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)
+    try:
+        for name, data in files.items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        loc.publish_folder(tmp, rel)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ref
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    np.save(out, arr, allow_pickle=False)
+    return out.getvalue()
+
+
+class DomainLayout:
+    """One domain's layout, memory-mapped (every array and store opens on first use).
+
+    Parameters
+    ----------
+    folder : str
+        A local layout folder (``IndexReader.layout_folder``).
+    """
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
+            self.meta = json.load(f)
+        self.domain: str = self.meta["domain"]
+        counts = self.meta["counts"]
+        self.nc, self.ns = int(counts["contents"]), int(counts["sections"])
+        self.nd, self.ne = int(counts["directories"]), int(counts["entities"])
+        self.acl_classes: list[tuple[str, ...]] = [tuple(c) for c in self.meta["acl_classes"]]
+        self.versions: list[str] = list(self.meta["versions"])
+        self.collections: list[str] = list(self.meta["collections"])
+        self._arrays: dict[str, np.ndarray] = {}
+        self._stores: dict[str, pa.Table] = {}
+        self._lock = threading.Lock()
+
+    def array(self, name: str) -> np.ndarray:
+        """The memory-mapped array ``name`` (without ``.npy``)."""
+        a = self._arrays.get(name)
+        if a is None:
+            a = np.load(os.path.join(self.folder, name + ".npy"), mmap_mode="r", allow_pickle=False)
+            with self._lock:
+                self._arrays[name] = a
+        return a
+
+    def store(self, name: str) -> pa.Table:
+        """The document store ``name`` (contents, directories, entities) over a memory map."""
+        t = self._stores.get(name)
+        if t is None:
+            source = pa.memory_map(os.path.join(self.folder, name + ".arrow"), "r")
+            t = ipc.open_file(source).read_all()
+            with self._lock:
+                self._stores[name] = t
+        return t
+
+    def csr(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        """(pointers, indices) of the CSR ``prefix`` (``dir_children``, ``dir_contents``, ...)."""
+        return self.array(prefix + "_ptr"), self.array(prefix + "_idx")
+
+    @cached_property
+    def graph(self) -> sparse.csr_matrix:
+        """The symmetric content + entity adjacency (memory-mapped, not copied)."""
+        n = self.nc + self.ne
+        return sparse.csr_matrix((self.array("graph_w"), self.array("graph_idx"), self.array("graph_ptr")),
+                                 shape=(n, n), copy=False)
+
+    @cached_property
+    def synonyms(self) -> sparse.csr_matrix:
+        """Synonym edges between entities (local entity numbers), weighted by cosine."""
+        return sparse.csr_matrix((self.array("synonym_w"), self.array("synonym_idx"), self.array("synonym_ptr")),
+                                 shape=(self.ne, self.ne), copy=False)
+
+    @property
+    def synonym_min(self) -> float:
+        return float(self.meta.get("synonym_min", 2.0))
+
+    def local_ids(self, kind: str, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(local numbers, found) of ``ids`` (str or bytes) among ``kind`` ids (content, dir, entity)."""
+        table = self.array(f"{kind}_ids")
+        keys = np.asarray([i.encode("ascii") if isinstance(i, str) else i for i in ids], dtype="S32")
+        if len(table) == 0 or len(keys) == 0:
+            return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+        pos = np.minimum(np.searchsorted(table, keys), len(table) - 1)
+        return pos.astype(np.int64), table[pos] == keys
+
+
+__all__ = ["DomainLayout", "LayoutRef", "publish_layout", "FORMAT", "STORE_FILES", "BATCH_ROWS"]
