@@ -131,11 +131,13 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
     out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args),
            "index_reused": index["reused"], "questions": {h: sum(half_of(q["id"]) == h for q in questions)
                                                           for h in HALVES}, "configs": {}}
+    vectors = None        # one VectorSearch for every configuration (a small index's vectors load once)
     for name, over in configs(default.routes):
         if names and name not in names:
             continue
         cfg = default.model_copy(update=over)
-        kb = KnowledgeBase(reader, data, cfg, embedder)
+        kb = KnowledgeBase(reader, data, cfg, embedder, vectors=vectors)
+        vectors = kb.vectors
         scores = {h: [] for h in HALVES}
         t0 = time.perf_counter()
         for q in questions:

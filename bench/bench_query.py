@@ -64,10 +64,8 @@ def measure(index: Path, work: Path, repeat: int = 1, profile: str | None = None
         if base is None:
             base = KnowledgeBase.open(str(index), cfg)
             kbs[name] = base
-        else:   # same reader, in-memory data and embedder: only the configuration differs
-            kbs[name] = KnowledgeBase(base.reader, base.data, cfg, base.embedder)
-            kbs[name].graph = base.graph
-            kbs[name].retriever._graph = base.graph
+        else:   # same reader, view, vector search and embedder: only the configuration differs
+            kbs[name] = KnowledgeBase(base.reader, base.data, cfg, base.embedder, vectors=base.vectors)
     for kb in kbs.values():
         for q in items["named"][:WARMUP]:
             kb.query(q["question"], domain=q.get("domain"))

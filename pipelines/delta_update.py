@@ -55,7 +55,9 @@ from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
+from vdgr_core.store.domain_layout import DomainLayout
 from vdgr_core.store.layout_build import layout_options, write_layouts
+from vdgr_core.store.layout_rows import DomainDelta
 from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
@@ -485,7 +487,7 @@ class _RowUpdate:
         plan.shards = self._shards(plan.subshards)
         failpoint("commit.shards_published")
         build_indexes(db, plan, self._config.store, self._dim, m.vector_indexes)
-        plan.layouts = self._layouts(db)
+        plan.layouts = self._layouts(db, changes)
         append_to_cache(self._config.index, pa.concat_tables([self._arriving.new_vectors, self.new_vectors]),
                         self._dim)
         manifest = write_plan_manifest(self._config.index, plan, embedding_model=self._model_id, dim=self._dim,
@@ -537,14 +539,18 @@ class _RowUpdate:
         return [r for r in rows if r["source"] not in self._change.leaving] + [
             r for r in self._arriving_rows if r["domain"] == domain]
 
-    def _layouts(self, db) -> dict:
-        """The query layouts: the changed domains' written again from their rows as committed,
-        and those of an index written before layouts existed; the others kept."""
+    def _layouts(self, db, changes: dict[str, TableChange]) -> dict:
+        """The query layouts: each changed domain's previous layout with this update's rows
+        removed and added (a domain without one, or an index written before layouts existed,
+        is read from the committed tables); the others kept."""
         m = self._reader.manifest
         redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts}
         out = {d: ref for d, ref in m.layouts.items() if d not in redo}
         latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
-        out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store)))
+        previous = {d: DomainLayout(self._reader.layout_folder(d)) for d in redo if d in m.layouts}
+        deltas = {d: _domain_delta(changes, d) for d in previous}
+        out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store),
+                                 previous=previous, deltas=deltas))
         return out
 
     def _domain_infos(self, db) -> list[DomainInfo]:
@@ -567,6 +573,26 @@ class _RowUpdate:
         new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
                           n_docs[d], self._n_chunks_after.get(d, 0)) for d in sorted(present)]
         return keep + new
+
+
+def _of_domain(table: Optional[pa.Table], domain: str) -> pa.Table:
+    if table is None or table.num_rows == 0:
+        return table if table is not None else pa.table({"domain": pa.array([], pa.string())})
+    return table.filter(pc.equal(table.column("domain"), domain))
+
+
+def _domain_delta(changes: dict[str, TableChange], domain: str) -> DomainDelta:
+    """One domain's part of the table changes, as the layout patch takes it."""
+    def gone(name: str, key: str) -> frozenset:
+        rows = _of_domain(changes[name].deleted, domain)
+        return frozenset(rows.column(key).to_pylist()) if key in rows.column_names else frozenset()
+
+    return DomainDelta(
+        contents_gone=gone(T.CONTENTS, "chunk_id"), directories_gone=gone(T.DIRECTORIES, "node_id"),
+        entities_gone=gone(T.ENTITIES, "entity_id"), edges_gone=_of_domain(changes[T.EDGES].deleted, domain),
+        contents=_of_domain(changes[T.CONTENTS].added, domain),
+        directories=_of_domain(changes[T.DIRECTORIES].added, domain),
+        entities=_of_domain(changes[T.ENTITIES].added, domain), edges=_of_domain(changes[T.EDGES].added, domain))
 
 
 def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Table) -> tuple[TableWrite, int, int]:

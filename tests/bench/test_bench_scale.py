@@ -19,12 +19,13 @@ def test_render_lists_each_size_and_the_sizes_not_run():
     row = {"chunks": 10537, "documents": 1161, "build_s": 43.0, "chunks_per_s": 245, "build_driver_peak_mb": 841,
            "build_children_peak_mb": 0, "index_mb": 116.2, "open_s": 1.1, "query_peak_mb": 422, "update_s": 12.3,
            "update_ratio": 0.286, "update_driver_peak_mb": 361,
-           "ann_recall_at_10": {"contents": "exact", "directories": 0.97}, "latency": lat,
+           "ann_recall_at_10": {"contents": {"scoped": "exact", "unscoped": "exact"},
+                                "directories": {"scoped": 0.99, "unscoped": 0.97}}, "latency": lat,
            "update_equals_rebuild": True}
     text = render({"command": "python -m bench.bench_scale --skip-1m", "date": "d", "commit": "c", "machine": "m",
                    "results": [row], "not_run": ["1m"]})
     assert "| 10,537 | 1,161 | 43.0 | 245 | 841 / 0 |" in text
-    assert "exact / 0.97 | True |" in text
+    assert "| exact / exact | 0.99 / 0.97 | True |" in text
     assert "not run: 1m" in text
     assert text.count("1.0 / 2.0") == len(ROUTES)
 

@@ -132,3 +132,30 @@ def test_layout_folders_are_named_by_their_content(index, tmp_path):
     run_build(BuildConfig(corpus=os.path.join(os.path.dirname(index), "corpus"), index=again,
                           embedding=EmbeddingConfig(kind="hashing")))
     assert IndexReader(again).manifest.layouts == reader.manifest.layouts
+
+
+def test_an_update_patches_the_previous_layout_and_equals_a_rebuild(tmp_path, monkeypatch):
+    from pipelines.run_update import run_update
+    from vdgr_core.store import layout_build
+
+    corpus = write_corpus(str(tmp_path / "corpus"))
+    live, fresh = str(tmp_path / "live"), str(tmp_path / "fresh")
+    cfg = BuildConfig(corpus=corpus, index=live, embedding=EmbeddingConfig(kind="hashing"))
+    run_build(cfg)
+    hr_before = IndexReader(live).manifest.layouts["hr"]
+    with open(os.path.join(corpus, "net", "routers", "v2", "orbit.md"), "a", encoding="utf-8") as f:
+        f.write("\n## Antenna\n\nThe SKU-90214-B antenna mount fits the Orbit X2.\n")
+    os.remove(os.path.join(corpus, "specs", "radio.txt"))
+    with open(os.path.join(corpus, "specs", "power.md"), "w", encoding="utf-8") as f:
+        f.write("# Power\n\nThe DL_MIMO_Mode scheduler draws 12 W.\n")
+
+    def no_table_reads(*args, **kwargs):
+        raise AssertionError("an update must patch the previous layout, not read the domain's rows")
+
+    monkeypatch.setattr(layout_build, "read_domain_rows", no_table_reads)
+    run_update(cfg)
+    monkeypatch.undo()
+    run_build(BuildConfig(corpus=corpus, index=fresh, embedding=EmbeddingConfig(kind="hashing")))
+    updated, rebuilt = IndexReader(live).manifest, IndexReader(fresh).manifest
+    assert updated.layouts == rebuilt.layouts
+    assert updated.layouts["hr"] == hr_before                # an untouched domain keeps its folder

@@ -80,13 +80,15 @@ class KnowledgeBase:
     one instance run one at a time (they share the LLM usage counters).
     """
 
-    def __init__(self, reader: IndexReader, data: IndexView, config: QueryConfig, embedder, llm=None):
+    def __init__(self, reader: IndexReader, data: IndexView, config: QueryConfig, embedder, llm=None,
+                 vectors: Optional[VectorSearch] = None):
         self.reader = reader
         self.data = data
         self.config = config
         self.embedder = embedder
         self.llm = llm
-        self.vectors = VectorSearch(data, config)
+        # another knowledge base's VectorSearch may be shared (same view and ann settings)
+        self.vectors = vectors if vectors is not None else VectorSearch(data, config)
         self.router = Router(data, reader.manifest.domains, reader, config, self.vectors, llm)
         self.graph = GraphRoute(data, self.vectors, config)
         self.retriever = Retriever(reader, data, self.vectors, config, make_reranker(config.reranker, llm),

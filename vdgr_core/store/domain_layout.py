@@ -18,6 +18,7 @@ file                           what
 ``content_acl.npy``            ``int32`` ACL class (``meta.acl_classes``), likewise
 ``content_version.npy``,       ``int32`` codes into ``meta.versions`` / ``meta.collections``
 ``content_collection.npy``
+``content_position.npy``       ``int64`` position of each content in its document
 ``section_ptr.npy``,           CSR: the contents of each section in reading order (position,
 ``section_rows.npy``           then id)
 ``section_doc.npy``            ``int32`` source file of each section (rank in sorted sources)
@@ -42,7 +43,7 @@ file                           what
                                ``meta.synonym_min``), at most 5 per entity, symmetric
 ``contents.arrow``             text, title, source, path, parent_id, page, flags, version,
                                collection of each local content (batches of 65,536 rows)
-``directories.arrow``          title, full_path, summary, kind, level of each directory
+``directories.arrow``          title, full_path, summary, kind, level, parent_id of each directory
 ``entities.arrow``             name, norm of each entity
 ``meta.json``                  format, domain, counts, ``acl_classes``, ``versions``,
                                ``collections``, ``visible`` (the (acl class, collection,
@@ -51,7 +52,8 @@ file                           what
 
 Index arrays of a CSR are ``int32`` (a domain holds fewer than 2**31 edges), so scipy wraps
 the memory maps without copying them. The folder's digest covers every file: equal rows give
-an equal folder name, whether a build or an update wrote it.
+an equal folder name, whether a build or an update wrote it (an update rebuilds a changed
+domain's rows from its previous layout plus the delta, vdgr_core/store/layout_rows.py).
 """
 from __future__ import annotations
 

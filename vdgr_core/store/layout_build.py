@@ -1,26 +1,28 @@
 """Build a domain's query layout (vdgr_core/store/domain_layout.py) from its rows.
 
-``build_layout`` is a plain function of four Arrow tables (one domain's contents, directories,
-entities and edges); ``write_layouts`` reads them from LanceDB one domain at a time (a filter on
-``domain``, answered by its bitmap index once a table is large), so the driver holds one
-domain's rows, never a whole table. A build writes every domain; an update only the domains it
-changed.
+``assemble`` is a plain function of one domain's normalized rows (vdgr_core/store/layout_rows.py)
+and its entity vectors. A build reads every domain's rows from LanceDB one domain at a time (a
+filter on ``domain``, answered by its bitmap index once a table is large), so the driver holds
+one domain's rows, never a whole table; an update starts from each changed domain's previous
+layout and applies its delta, so the rows of unchanged documents are not read again
+(:func:`write_layouts`).
 """
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import sparse
 
 from schemas import tables as T
-from vdgr_core.labels import label_key, label_stems
 from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
+from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
+                                         rows_of_layout)
 
 _log = logging.getLogger("vdgr.store")
 
@@ -28,7 +30,7 @@ CONTENT_COLUMNS = ("chunk_id", "source", "parent_id", "position", "version", "co
                    "title", "path", "page", "flags")
 DIRECTORY_COLUMNS = ("node_id", "parent_id", "version", "collection", "acl", "full_path", "title", "summary",
                      "kind", "level")
-ENTITY_COLUMNS = ("entity_id", "name", "norm", "vector")
+ENTITY_COLUMNS = ("entity_id", "name", "norm")
 EDGE_COLUMNS = ("kind", "src", "dst", "weight")
 
 SYNONYMS_PER_ENTITY = 5     # strongest synonym edges kept per entity
@@ -39,7 +41,7 @@ CONTENT_STORE = pa.schema([("text", pa.string()), ("title", pa.string()), ("sour
                            ("path", _STR_LIST), ("parent_id", pa.string()), ("page", pa.int32()),
                            ("flags", _STR_LIST), ("version", pa.string()), ("collection", pa.string())])
 DIRECTORY_STORE = pa.schema([("title", pa.string()), ("full_path", _STR_LIST), ("summary", pa.string()),
-                             ("kind", pa.string()), ("level", pa.int32())])
+                             ("kind", pa.string()), ("level", pa.int32()), ("parent_id", pa.string())])
 ENTITY_STORE = pa.schema([("name", pa.string()), ("norm", pa.string())])
 
 
@@ -51,30 +53,37 @@ class LayoutOptions:
     synonym_min: float = 0.9      # synonym edges stored from this cosine (a query may ask for more)
 
 
-def _col(table: pa.Table, name: str, default=None) -> list:
-    if name in table.column_names:
-        return table.column(name).to_pylist()
-    return [default] * table.num_rows
-
-
-def _ids(values: list) -> np.ndarray:
-    return np.array([v.encode("ascii") for v in values], dtype="S32") if values else np.zeros(0, dtype="S32")
-
-
-def _lookup(sorted_ids: np.ndarray, values: list) -> np.ndarray:
-    """Local number of each id in ``sorted_ids`` (``-1`` when absent or empty)."""
-    out = np.full(len(values), -1, dtype=np.int32)
-    if len(sorted_ids) == 0 or not values:
+def _lookup(sorted_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Local number of each key (``S32``) in ``sorted_ids`` (``-1`` when absent)."""
+    out = np.full(len(keys), -1, dtype=np.int32)
+    if len(sorted_ids) == 0 or len(keys) == 0:
         return out
-    keys = np.array([(v or "").encode("ascii", "replace")[:32] for v in values], dtype="S32")
     pos = np.minimum(np.searchsorted(sorted_ids, keys), len(sorted_ids) - 1)
     hit = sorted_ids[pos] == keys
     out[hit] = pos[hit]
     return out
 
 
+def _codes(values: pa.Array, vocabulary: list[str]) -> np.ndarray:
+    """Code of each value in the sorted ``vocabulary``."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int32)
+    enc = pc.dictionary_encode(values)
+    where = np.searchsorted(np.array(vocabulary, dtype=object), np.asarray(enc.dictionary.to_pylist(), dtype=object))
+    return where.astype(np.int32)[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def _distinct(*arrays: pa.Array) -> list[str]:
+    out = {""}
+    for a in arrays:
+        out.update(pc.unique(a).to_pylist())
+    return sorted(out)
+
+
 def _csr(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(pointers, indices) of pairs (row, col), each row's columns sorted."""
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
     order = np.lexsort((cols, rows))
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
@@ -85,61 +94,23 @@ def _index_dtype(nnz: int):
     return np.int32 if nnz < 2 ** 31 - 1 else np.int64
 
 
-def _codes(values: list, vocabulary: list) -> np.ndarray:
-    lookup = {v: i for i, v in enumerate(vocabulary)}
-    return np.array([lookup[v] for v in values], dtype=np.int32)
-
-
-def _acl_class(acl) -> tuple[str, ...]:
-    return tuple(sorted(set(acl or ())))
-
-
-def _below_classes(nd: int, parent: np.ndarray, own: dict[int, set]) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the ACL classes at or below each directory (``own``: classes of its direct contents)."""
-    depth = np.zeros(nd, dtype=np.int64)
-    for j in range(nd):
-        d, p, seen = 0, int(parent[j]), 0
-        while p >= 0 and seen < nd:
-            d, p, seen = d + 1, int(parent[p]), seen + 1
-        depth[j] = d
-    below: dict[int, set] = defaultdict(set)
-    for j, classes in own.items():
-        below[j] |= classes
-    for j in sorted(range(nd), key=lambda x: -depth[x]):        # children before their parents
-        p = int(parent[j])
-        if p >= 0 and below.get(j):
-            below[p] |= below[j]
-    rows, cols = [], []
-    for j in sorted(below):
-        for c in sorted(below[j]):
-            rows.append(j)
-            cols.append(c)
-    return _csr(np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), nd)
-
-
-def _labels(full_paths: list, summaries: list) -> dict[str, np.ndarray]:
-    keys, dirs, tfs = [], [], []
-    lengths = np.zeros(len(full_paths), dtype=np.float32)
-    for j, (path, summary) in enumerate(zip(full_paths, summaries)):
-        stems = label_stems(path or (), summary)
-        lengths[j] = len(stems)
-        counts: dict[int, int] = {}
-        for s in stems:
-            k = label_key(s)
-            counts[k] = counts.get(k, 0) + 1
-        for k, n in counts.items():
-            keys.append(k)
-            dirs.append(j)
-            tfs.append(n)
-    keys_a = np.array(keys, dtype=np.uint64)
-    dirs_a = np.array(dirs, dtype=np.int32)
-    tfs_a = np.array(tfs, dtype=np.float32)
-    order = np.lexsort((dirs_a, keys_a))
-    keys_a, dirs_a, tfs_a = keys_a[order], dirs_a[order], tfs_a[order]
-    uniq, first = np.unique(keys_a, return_index=True)
-    ptr = np.append(first, len(keys_a)).astype(np.int64)
-    return {"label_keys": uniq.astype(np.uint64), "label_ptr": ptr, "label_dirs": dirs_a, "label_tf": tfs_a,
-            "label_len": lengths}
+def _below_classes(nd: int, parent: np.ndarray, content_dir: np.ndarray, content_class: np.ndarray,
+                   n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the ACL classes of the contents at or below each directory: each (directory,
+    class) pair is pushed to the parent until no new pair appears (at most the tree's depth)."""
+    placed = content_dir >= 0
+    width = max(1, n_classes)
+    pairs = np.unique(content_dir[placed].astype(np.int64) * width + content_class[placed])
+    frontier = pairs
+    for _ in range(nd):
+        if not len(frontier):
+            break
+        up = parent[frontier // width]
+        has = up >= 0
+        lifted = np.unique(up[has].astype(np.int64) * width + frontier[has] % width)
+        frontier = np.setdiff1d(lifted, pairs, assume_unique=True)
+        pairs = np.union1d(pairs, frontier)
+    return _csr(pairs // width, pairs % width, nd)
 
 
 def synonym_edges(vectors: np.ndarray, min_sim: float, per_node: int = SYNONYMS_PER_ENTITY) -> sparse.csr_matrix:
@@ -173,23 +144,19 @@ def synonym_edges(vectors: np.ndarray, min_sim: float, per_node: int = SYNONYMS_
     return m.astype(np.float32)
 
 
-def _graph(contents_ids: np.ndarray, entity_ids: np.ndarray, edges: pa.Table) -> sparse.csr_matrix:
-    nc, ne = len(contents_ids), len(entity_ids)
+def _graph(content_ids: np.ndarray, entity_ids: np.ndarray, edges: EdgeList) -> sparse.csr_matrix:
+    """Symmetric has_entity + cooccurs adjacency over contents then entities (local numbers)."""
+    nc, ne = len(content_ids), len(entity_ids)
     n = nc + ne
-    if edges.num_rows == 0 or n == 0:
+    if len(edges.src) == 0 or n == 0:
         return sparse.csr_matrix((n, n), dtype=np.float64)
-    kind = np.array(_col(edges, "kind"), dtype=object)
-    src, dst = _col(edges, "src"), _col(edges, "dst")
-    w = np.asarray(edges.column("weight").to_numpy(zero_copy_only=False), dtype=np.float64)
-    w = np.where(w == 0, 1.0, w)
-    has = kind == T.HAS_ENTITY
-    co = kind == T.COOCCURS
-    a_content = _lookup(contents_ids, src).astype(np.int64)
-    a_entity = _lookup(entity_ids, src).astype(np.int64)
-    b = _lookup(entity_ids, dst).astype(np.int64)
+    has = edges.has
+    a_content = _lookup(content_ids, edges.src).astype(np.int64)
+    a_entity = _lookup(entity_ids, edges.src).astype(np.int64)
+    b = _lookup(entity_ids, edges.dst).astype(np.int64)
     a = np.where(has, a_content, np.where(a_entity >= 0, a_entity + nc, -1))
-    ok = (has | co) & (a >= 0) & (b >= 0)
-    a, b, w = a[ok], b[ok] + nc, w[ok]
+    ok = (a >= 0) & (b >= 0)
+    a, b, w = a[ok], b[ok] + nc, edges.weight[ok]
     keep = a != b
     a, b, w = a[keep], b[keep], w[keep]
     m = sparse.csr_matrix((np.concatenate([w, w]), (np.concatenate([a, b]), np.concatenate([b, a]))),
@@ -199,99 +166,74 @@ def _graph(contents_ids: np.ndarray, entity_ids: np.ndarray, edges: pa.Table) ->
     return m
 
 
-def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entities: pa.Table, edges: pa.Table,
-                 options: LayoutOptions = LayoutOptions()) -> tuple[dict, dict, dict]:
+def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
+             options: LayoutOptions = LayoutOptions()) -> tuple[dict, dict, dict]:
     """The arrays, document stores and meta of ``domain``'s layout (see domain_layout.py).
 
-    Parameters
-    ----------
-    contents, directories, entities, edges : pyarrow.Table
-        The domain's rows (at least the ``*_COLUMNS`` of this module; other domains' rows must
-        already be filtered out). Row order does not matter: everything is sorted by id.
-    """
-    # ---- contents, sorted by chunk id
-    cid = _col(contents, "chunk_id")
-    corder = sorted(range(len(cid)), key=cid.__getitem__)
-    contents = contents.take(pa.array(corder, pa.int64())) if corder else contents
-    cid = [cid[i] for i in corder]
-    content_ids = _ids(cid)
-    nc = len(cid)
-    did = _col(directories, "node_id")
-    dorder = sorted(range(len(did)), key=did.__getitem__)
-    directories = directories.take(pa.array(dorder, pa.int64())) if dorder else directories
-    did = [did[i] for i in dorder]
-    dir_ids = _ids(did)
-    nd = len(did)
-
-    c_acl = [_acl_class(a) for a in _col(contents, "acl")]
-    d_acl = [_acl_class(a) for a in _col(directories, "acl")]
-    classes = sorted(set(c_acl) | set(d_acl) | {()})
-    c_ver, d_ver = [v or "" for v in _col(contents, "version")], [v or "" for v in _col(directories, "version")]
-    c_col, d_col = [v or "" for v in _col(contents, "collection")], [v or "" for v in _col(directories, "collection")]
-    versions = sorted(set(c_ver) | set(d_ver) | {""})
-    collections = sorted(set(c_col) | set(d_col) | {""})
+    ``entity_vectors`` (one row per entity of ``rows.entities``, in its order) give the synonym
+    edges."""
+    contents, directories, entities = rows.contents, rows.directories, rows.entities
+    content_ids, dir_ids = ids_of(contents.column("chunk_id")), ids_of(directories.column("node_id"))
+    nc, nd = len(content_ids), len(dir_ids)
+    col = lambda t, name: t.column(name).combine_chunks() if t.num_rows else pa.array([], t.schema.field(name).type)  # noqa: E731
+    c_acl, d_acl = col(contents, "acl_key"), col(directories, "acl_key")
+    class_keys = _distinct(c_acl, d_acl)
+    c_ver, d_ver = col(contents, "version"), col(directories, "version")
+    c_col, d_col = col(contents, "collection"), col(directories, "collection")
+    versions, collections = _distinct(c_ver, d_ver), _distinct(c_col, d_col)
+    c_class = _codes(c_acl, class_keys)
 
     # ---- sections: (source, parent node) groups in reading order
-    sources = [s or "" for s in _col(contents, "source")]
-    parents = _col(contents, "parent_id")
-    keys = np.array([f"{s}\0{p or i}" for s, p, i in zip(sources, parents, cid)], dtype=str)
-    if nc:
-        skeys, section_of = np.unique(keys, return_inverse=True)
-    else:
-        skeys, section_of = np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64)
-    ns = len(skeys)
-    position = np.array([p or 0 for p in _col(contents, "position", 0)], dtype=np.int64)
-    order = np.lexsort((np.arange(nc), position, section_of)) if nc else np.zeros(0, dtype=np.int64)
+    sources, parents = col(contents, "source"), col(contents, "parent_id")
+    anchor = pc.if_else(pc.equal(parents, ""), col(contents, "chunk_id"), parents)
+    keys = pc.binary_join_element_wise(sources, anchor, "\x00")
+    unique_keys = pc.unique(keys)
+    unique_keys = unique_keys.take(pc.sort_indices(unique_keys))
+    section_of = pc.index_in(keys, value_set=unique_keys).to_numpy(zero_copy_only=False).astype(np.int64) \
+        if nc else np.zeros(0, dtype=np.int64)
+    ns = len(unique_keys)
+    position = col(contents, "position").to_numpy(zero_copy_only=False)
+    section_rows = np.lexsort((np.arange(nc), position, section_of)).astype(np.int32)
     section_ptr = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(np.bincount(section_of, minlength=ns), out=section_ptr[1:])
-    section_rows = order.astype(np.int32)
-    doc_names = sorted(set(sources))
-    doc_code = {s: i for i, s in enumerate(doc_names)}
+    doc_names = sorted(pc.unique(sources).to_pylist()) if nc else []
     first_rows = section_rows[section_ptr[:-1]] if ns else np.zeros(0, dtype=np.int32)
-    section_doc = np.array([doc_code[sources[r]] for r in first_rows], dtype=np.int32)
-    content_dir = _lookup(dir_ids, parents)
+    section_doc = _codes(sources, doc_names)[first_rows] if ns else np.zeros(0, dtype=np.int32)
+    content_dir = _lookup(dir_ids, ids_of(parents))
     section_dir = content_dir[first_rows] if ns else np.zeros(0, dtype=np.int32)
 
     # ---- directories: tree, contents, classes below, labels
-    dir_parent = _lookup(dir_ids, _col(directories, "parent_id"))
+    dir_parent = _lookup(dir_ids, ids_of(col(directories, "parent_id")))
     child = np.flatnonzero(dir_parent >= 0)
-    children_ptr, children_idx = _csr(dir_parent[child].astype(np.int64), child.astype(np.int64), nd)
+    children_ptr, children_idx = _csr(dir_parent[child], child, nd)
     placed = np.flatnonzero(content_dir >= 0)
-    contents_ptr, contents_idx = _csr(content_dir[placed].astype(np.int64), placed.astype(np.int64), nd)
-    class_code = {c: i for i, c in enumerate(classes)}
-    c_acl_code = np.array([class_code[a] for a in c_acl], dtype=np.int32)
-    own: dict[int, set] = defaultdict(set)
-    for r in placed:
-        own[int(content_dir[r])].add(int(c_acl_code[r]))
-    below_ptr, below_idx = _below_classes(nd, dir_parent, own)
+    contents_ptr, contents_idx = _csr(content_dir[placed], placed, nd)
+    below_ptr, below_idx = _below_classes(nd, dir_parent, content_dir, c_class, len(class_keys))
+    p = rows.postings
+    label_keys, first = np.unique(p.keys, return_index=True)
 
     arrays = {
         "content_ids": content_ids, "content_section": section_of.astype(np.int32),
-        "content_dir": content_dir, "content_acl": c_acl_code,
+        "content_dir": content_dir, "content_acl": c_class, "content_position": position.astype(np.int64),
         "content_version": _codes(c_ver, versions), "content_collection": _codes(c_col, collections),
-        "section_ptr": section_ptr, "section_rows": section_rows, "section_doc": section_doc,
+        "section_ptr": section_ptr, "section_rows": section_rows, "section_doc": section_doc.astype(np.int32),
         "section_dir": section_dir.astype(np.int32),
-        "dir_ids": dir_ids, "dir_parent": dir_parent,
-        "dir_acl": np.array([class_code[a] for a in d_acl], dtype=np.int32),
+        "dir_ids": dir_ids, "dir_parent": dir_parent, "dir_acl": _codes(d_acl, class_keys),
         "dir_version": _codes(d_ver, versions), "dir_collection": _codes(d_col, collections),
         "dir_children_ptr": children_ptr, "dir_children_idx": children_idx,
         "dir_contents_ptr": contents_ptr, "dir_contents_idx": contents_idx,
         "dir_below_ptr": below_ptr, "dir_below_idx": below_idx,
-        **_labels(_col(directories, "full_path"), _col(directories, "summary")),
+        "label_keys": label_keys.astype(np.uint64), "label_ptr": np.append(first, len(p.keys)).astype(np.int64),
+        "label_dirs": p.dirs.astype(np.int32), "label_tf": p.tfs.astype(np.float32), "label_len": p.lengths,
     }
 
     # ---- entities and the graph
-    eid = _col(entities, "entity_id")
-    eorder = sorted(range(len(eid)), key=eid.__getitem__)
-    entities = entities.take(pa.array(eorder, pa.int64())) if eorder else entities
-    entity_ids = _ids([eid[i] for i in eorder])
+    entity_ids = ids_of(entities.column("entity_id"))
     ne = len(entity_ids)
-    graph = _graph(content_ids, entity_ids, edges) if options.graph else sparse.csr_matrix((nc + ne, nc + ne))
+    graph = _graph(content_ids, entity_ids, rows.edges) if options.graph else sparse.csr_matrix((nc + ne, nc + ne))
     idx_dtype = _index_dtype(graph.nnz)
-    vectors = _col(entities, "vector")
-    dim = next((len(v) for v in vectors if v is not None), 0)
-    vec = np.array([v if v is not None else [0.0] * dim for v in vectors], dtype=np.float32).reshape(ne, dim)
-    syn = synonym_edges(vec, options.synonym_min) if options.graph else sparse.csr_matrix((ne, ne))
+    syn = synonym_edges(entity_vectors, options.synonym_min) if options.graph and ne else \
+        sparse.csr_matrix((ne, ne))
     arrays.update({
         "entity_ids": entity_ids,
         "graph_ptr": graph.indptr.astype(idx_dtype), "graph_idx": graph.indices.astype(idx_dtype),
@@ -300,45 +242,67 @@ def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entitie
         "synonym_w": syn.data.astype(np.float32),
     })
 
+    # a nullable number is written from its values, so the bytes under a null are always 0
+    page = pa.array(col(contents, "page").to_pylist(), pa.int32())
     stores = {
-        "contents": pa.table({
-            "text": pa.array(_col(contents, "text"), pa.string()),
-            "title": pa.array(_col(contents, "title"), pa.string()),
-            "source": pa.array(sources, pa.string()),
-            "path": pa.array([list(p or ()) for p in _col(contents, "path")], _STR_LIST),
-            "parent_id": pa.array(parents, pa.string()),
-            "page": pa.array(_col(contents, "page"), pa.int32()),
-            "flags": pa.array([list(f or ()) for f in _col(contents, "flags")], _STR_LIST),
-            "version": pa.array(c_ver, pa.string()), "collection": pa.array(c_col, pa.string()),
-        }, schema=CONTENT_STORE),
-        "directories": pa.table({
-            "title": pa.array(_col(directories, "title"), pa.string()),
-            "full_path": pa.array([list(p or ()) for p in _col(directories, "full_path")], _STR_LIST),
-            "summary": pa.array([s or "" for s in _col(directories, "summary")], pa.string()),
-            "kind": pa.array(_col(directories, "kind"), pa.string()),
-            "level": pa.array(_col(directories, "level", 0), pa.int32()),
-        }, schema=DIRECTORY_STORE),
-        "entities": pa.table({
-            "name": pa.array(_col(entities, "name"), pa.string()),
-            "norm": pa.array(_col(entities, "norm"), pa.string()),
-        }, schema=ENTITY_STORE),
+        "contents": contents.select(CONTENT_STORE.names).cast(CONTENT_STORE).set_column(
+            CONTENT_STORE.get_field_index("page"), "page", page),
+        "directories": directories.select(DIRECTORY_STORE.names).cast(DIRECTORY_STORE),
+        "entities": entities.select(ENTITY_STORE.names).cast(ENTITY_STORE),
     }
-    visible = sorted({(int(a), int(c), int(v)) for a, c, v in
-                      zip(c_acl_code, arrays["content_collection"], arrays["content_version"])})
+    combos = np.unique(np.stack([c_class, arrays["content_collection"], arrays["content_version"]]), axis=1) \
+        if nc else np.zeros((3, 0), dtype=np.int64)
+    classes = [k.split("|") if k else [] for k in class_keys]
     meta = {
         "counts": {"contents": nc, "sections": ns, "directories": nd, "entities": ne, "documents": len(doc_names)},
-        "acl_classes": [list(c) for c in classes], "versions": versions, "collections": collections,
-        "visible": [list(v) for v in visible], "graph": bool(options.graph),
+        "acl_classes": classes, "versions": versions, "collections": collections,
+        "visible": [[int(a), int(c), int(v)] for a, c, v in combos.T], "graph": bool(options.graph),
         "synonym_min": float(options.synonym_min), "synonyms_per_entity": SYNONYMS_PER_ENTITY,
     }
     return arrays, stores, meta
+
+
+def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entities: pa.Table, edges: pa.Table,
+                 options: LayoutOptions = LayoutOptions(), entity_vectors: Optional[Mapping[str, np.ndarray]] = None
+                 ) -> tuple[dict, dict, dict]:
+    """The layout of one domain's table rows (any order; other domains' rows filtered out).
+
+    ``entity_vectors``: entity id -> vector; by default the ``vector`` column of ``entities``."""
+    rows = domain_rows(contents, directories, entities, edges)
+    if entity_vectors is None:
+        entity_vectors = _vectors_by_id(entities)
+    return assemble(domain, rows, _aligned(rows, entity_vectors), options)
+
+
+def _vectors_by_id(entities: pa.Table) -> dict[str, np.ndarray]:
+    if "vector" not in entities.column_names:
+        return {}
+    return {i: np.asarray(v, dtype=np.float32) for i, v in
+            zip(entities.column("entity_id").to_pylist(), entities.column("vector").to_pylist()) if v is not None}
+
+
+def _aligned(rows: DomainRows, vectors: Mapping[str, np.ndarray]) -> np.ndarray:
+    ids = rows.entities.column("entity_id").to_pylist()
+    dim = len(next(iter(vectors.values()))) if vectors else 0
+    out = np.zeros((len(ids), dim), dtype=np.float32)
+    for i, e in enumerate(ids):
+        v = vectors.get(e)
+        if v is not None:
+            out[i] = v
+    return out
+
+
+def _domain_filter(domain: str):
+    from lancedb.expr import col
+
+    return col("domain").isin([domain])
 
 
 def read_domain_rows(tables: Mapping[str, object], domain: str) -> dict[str, pa.Table]:
     """One domain's rows of the four tables a layout is built from (LanceDB, filtered)."""
     from lancedb.expr import col
 
-    where = col("domain").isin([domain])
+    where = _domain_filter(domain)
     wanted = {T.CONTENTS: CONTENT_COLUMNS, T.DIRECTORIES: DIRECTORY_COLUMNS, T.ENTITIES: ENTITY_COLUMNS,
               T.EDGES: EDGE_COLUMNS}
     out = {}
@@ -351,17 +315,41 @@ def read_domain_rows(tables: Mapping[str, object], domain: str) -> dict[str, pa.
     return out
 
 
+def read_entity_vectors(entities_table, domain: str) -> dict[str, np.ndarray]:
+    """Entity id -> vector of one domain (the synonym edges' input)."""
+    data = entities_table.search().where(_domain_filter(domain)).select(["entity_id", "vector"]).to_arrow()
+    return _vectors_by_id(data)
+
+
 def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterable[str],
-                  options: LayoutOptions = LayoutOptions()) -> dict[str, LayoutRef]:
-    """Build and publish the layout of each domain in ``domains`` from ``tables`` (LanceDB
-    tables by name, at the versions being committed); one domain's rows in memory at a time."""
+                  options: LayoutOptions = LayoutOptions(), previous: Optional[Mapping[str, object]] = None,
+                  deltas: Optional[Mapping[str, DomainDelta]] = None) -> dict[str, LayoutRef]:
+    """Build and publish the layout of each domain in ``domains``; one domain in memory at a time.
+
+    Parameters
+    ----------
+    tables : mapping
+        LanceDB tables by name (contents, directories, entities, edges) at the versions being
+        committed.
+    previous, deltas : mapping of domain, optional
+        An update: a domain with a previous layout (``DomainLayout``) and a delta is patched
+        (its previous rows plus the delta; only its entity vectors are read); the others are
+        read from ``tables``.
+    """
     out: dict[str, LayoutRef] = {}
+    previous, deltas = previous or {}, deltas or {}
     for domain in sorted(set(domains)):
-        rows = read_domain_rows(tables, domain)
-        if rows[T.CONTENTS].num_rows == 0 and rows[T.DIRECTORIES].num_rows == 0:
+        if domain in previous and domain in deltas:
+            rows = apply_delta(rows_of_layout(previous[domain]), deltas[domain])
+            vectors = read_entity_vectors(tables[T.ENTITIES], domain) if options.graph else {}
+        else:
+            raw = read_domain_rows(tables, domain)
+            rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], raw[T.EDGES])
+            vectors = read_entity_vectors(tables[T.ENTITIES], domain) if options.graph and rows.entities.num_rows \
+                else {}
+        if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
             continue
-        arrays, stores, meta = build_layout(domain, rows[T.CONTENTS], rows[T.DIRECTORIES], rows[T.ENTITIES],
-                                            rows[T.EDGES], options)
+        arrays, stores, meta = assemble(domain, rows, _aligned(rows, vectors), options)
         out[domain] = publish_layout(index_root, domain, arrays, stores, meta)
         _log.debug("layout of %s: %s", domain, out[domain].folder)
     failpoint("commit.layouts_published")
@@ -373,5 +361,6 @@ def layout_options(store) -> LayoutOptions:
     return LayoutOptions(graph=bool(store.graph_adjacency), synonym_min=float(store.graph_synonym_min))
 
 
-__all__ = ["build_layout", "write_layouts", "read_domain_rows", "synonym_edges", "LayoutOptions", "layout_options",
-           "CONTENT_COLUMNS", "DIRECTORY_COLUMNS", "ENTITY_COLUMNS", "EDGE_COLUMNS"]
+__all__ = ["assemble", "build_layout", "write_layouts", "read_domain_rows", "read_entity_vectors", "synonym_edges",
+           "LayoutOptions", "layout_options", "CONTENT_COLUMNS", "DIRECTORY_COLUMNS", "ENTITY_COLUMNS",
+           "EDGE_COLUMNS"]
