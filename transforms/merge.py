@@ -1,7 +1,11 @@
 """Global merges as Beam combines: entity statistics and vectors, co-occurrence weights.
 
-Both are ``CombinePerKey``: workers add up what their bundles saw before the shuffle (combiner
-lifting), so what crosses it is one accumulator per key and bundle, never a row per mention.
+Both are ``CombinePerKey``: workers add up what their bundles saw before the shuffle, so what
+crosses it is one accumulator per key and bundle, never a row per mention. Entity partials come
+from two inputs (documents, and content rows with their vectors) flattened before the combine;
+a runner lifts a combine into the stage that *reads* the flatten, which would hold every
+partial first (Beam's in-process runner hands a stage its whole input), so each input is
+added up per bundle where it is produced (:class:`CombineInBundle`) before the flatten.
 """
 from __future__ import annotations
 
@@ -10,6 +14,48 @@ import apache_beam as beam
 from vdgr_core.indexing.entity_merge import EntityStats, entity_row, stats_row
 from vdgr_core.indexing.per_document import (cooccurrence_pairs, cooccurrence_row, entity_partials,
                                              vector_partials)
+
+
+class _CombineInBundleDoFn(beam.DoFn):
+    """(key, value) -> (key, accumulator) per bundle: values of one key merged where they are
+    produced, at most ``max_keys`` accumulators held (the oldest half emitted when full)."""
+
+    def __init__(self, combine_fn: beam.CombineFn, max_keys: int):
+        self._fn = combine_fn
+        self._max_keys = max_keys
+
+    def start_bundle(self):
+        self._accs: dict = {}
+
+    def process(self, element):
+        key, value = element
+        acc = self._accs.get(key)
+        if acc is None:
+            acc = self._accs[key] = self._fn.create_accumulator()
+        self._accs[key] = self._fn.add_input(acc, value)
+        if len(self._accs) > self._max_keys:
+            for k in list(self._accs)[: self._max_keys // 2]:
+                yield k, self._accs.pop(k)
+
+    def finish_bundle(self):
+        wrap = beam.transforms.window.GlobalWindows.windowed_value
+        for k, acc in self._accs.items():
+            yield wrap((k, acc))
+        self._accs = {}
+
+
+class CombineInBundle(beam.PTransform):
+    """(key, value) -> (key, partial accumulator): a combine's inputs merged within each bundle.
+
+    The output still needs the combine across bundles (``CombinePerKey`` with a combine fn
+    whose inputs are accumulators, as :class:`_EntityStatsCombineFn`'s are)."""
+
+    def __init__(self, combine_fn: beam.CombineFn, max_keys: int = 50_000):
+        super().__init__()
+        self._fn, self._max_keys = combine_fn, max_keys
+
+    def expand(self, pcoll):
+        return pcoll | "Merge in bundle" >> beam.ParDo(_CombineInBundleDoFn(self._fn, self._max_keys))
 
 
 class _EntityStatsCombineFn(beam.CombineFn):
@@ -55,8 +101,10 @@ class MergeEntities(beam.PTransform):
         chunk_counts = (documents
                         | "Chunks of document" >> beam.Map(lambda d: (d.domain, len(d.chunks)))
                         | "Chunks per domain" >> beam.CombinePerKey(sum))
-        partials = (documents | "Document partials" >> beam.FlatMap(entity_partials),
-                    content_rows | "Vector partials" >> beam.FlatMap(vector_partials))
+        partials = (documents | "Document partials" >> beam.FlatMap(entity_partials)
+                    | "Sum document partials" >> CombineInBundle(_EntityStatsCombineFn()),
+                    content_rows | "Vector partials" >> beam.FlatMap(vector_partials)
+                    | "Sum vector partials" >> CombineInBundle(_EntityStatsCombineFn()))
         return (partials
                 | "All partials" >> beam.Flatten()
                 | "Sum per entity" >> beam.CombinePerKey(_EntityStatsCombineFn())

@@ -70,8 +70,10 @@ class SectionList:
 def by_section(ranked: Ranked, section_of: np.ndarray, limit: Optional[int] = None) -> SectionList:
     """Group a chunk list into sections scored by their best chunk (order of first match)."""
     out: dict[int, list] = {}
-    for row, score in ranked.hits:
-        s = int(section_of[row])
+    rows = [r for r, _ in ranked.hits]
+    sections = section_of.take(rows) if hasattr(section_of, "take") else [section_of[r] for r in rows]
+    for (row, score), s in zip(ranked.hits, sections):
+        s = int(s)
         got = out.get(s)
         if got is None:
             out[s] = [score, [row]]

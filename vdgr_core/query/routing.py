@@ -173,9 +173,26 @@ class Router:
         self._vectors = vectors
         self._llm = llm
         self._top_by_domain: dict[str, list[int]] = {}
+        self._top_texts: dict[tuple, str] = {}
         self._matcher = NameMatcher(sorted(self._infos))
         self._visibility = VisibilityIndex(data)
         self._views: dict[frozenset, _View] = {}
+
+    def _top_text(self, domain: str, scope: QueryScope, view: _View) -> str:
+        """A domain's description, visible top-level titles and collections (cached per scope)."""
+        key = (domain, scope.key()[0], scope.search.versions, view.infos[domain])
+        text = self._top_texts.get(key)
+        if text is None:
+            dirs = self._data.directories
+            level = np.array(self._top_level(domain), dtype=np.int64)
+            mask = dirs.mask(scope.with_domains([domain]))
+            titles = dirs.title.take(level[mask[level]]) if len(level) else []
+            info = view.infos[domain]
+            text = " ".join([info.description or "", *titles, *info.collections])
+            if len(self._top_texts) >= 4096:
+                self._top_texts.pop(next(iter(self._top_texts)))
+            self._top_texts[key] = text
+        return text
 
     def _top_level(self, domain: str) -> list[int]:
         """The directories just below a domain's roots (its collections and top folders)."""
@@ -266,15 +283,8 @@ class Router:
 
     # ------------------------------------------------------------ offline
     def _offline(self, question, qvec, scope, names, trace, view: _View) -> RoutingDecision:
-        dirs = self._data.directories
-        dmask = dirs.mask(scope.with_domains(names))
         qterms = terms(question)
-        top = {}
-        for n in names:
-            info = view.infos[n]
-            level = np.array(self._top_level(n), dtype=np.int64)
-            titles = dirs.title.take(level[dmask[level]]) if len(level) else []
-            top[n] = " ".join([info.description or "", *titles, *info.collections])
+        top = {n: self._top_text(n, scope, view) for n in names}
         # best directory cosine per domain (one search; the scope is its prefilter)
         best_cos = self._vectors.best_per_domain(T.DIRECTORIES, qvec, scope, names)
         bm25 = {}

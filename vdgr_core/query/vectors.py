@@ -52,18 +52,19 @@ class _Exact:
 
     def domain_sims(self, view: IndexView, kind: str, domain: str, q: np.ndarray) -> np.ndarray:
         """Cosine of ``q`` with every row of ``domain`` (local order); the last query vector's
-        products are kept, since routing, the routes and the graph seeds all ask for them."""
+        products (one for the whole table) are kept, since routing, the routes and the graph
+        seeds all ask for them."""
         key = q.tobytes()
         last_key, sims = self._last
         if last_key != key:
             sims = {}
             self._last = (key, sims)
-        out = sims.get(domain)
-        if out is None:
-            i = view.code[domain]
-            b = view.base(kind)
-            out = sims[domain] = self.vectors[int(b[i]):int(b[i + 1])] @ q
-        return out
+        full = sims.get("*")
+        if full is None:
+            full = sims["*"] = self.vectors @ q        # one product for every domain of the table
+        i = view.code[domain]
+        b = view.base(kind)
+        return full[int(b[i]):int(b[i + 1])]
 
 
 class VectorSearch:
@@ -177,11 +178,19 @@ class VectorSearch:
         if not domains:
             return {}
         scope = scope.with_domains(domains)
-        if self._exact_for(table) is not None:
+        exact = self._exact_for(table)
+        if exact is not None:
+            kind = _KIND[table]
+            cols = self._view.contents if kind == "content" else self._view.directories
+            mask = cols.mask(scope)
+            q = np.asarray(qvec, dtype=np.float32)
             out = {}
             for d in domains:
-                hits = self.search(table, qvec, scope.with_domains([d]), 1)
-                out[d] = hits[0][1] if hits else 0.0
+                if d not in self._view.code:
+                    out[d] = 0.0
+                    continue
+                visible = mask.local(d)
+                out[d] = float(exact.domain_sims(self._view, kind, d, q)[visible].max()) if visible.any() else 0.0
             return out
         hits = self.search(table, qvec, scope, depth * len(domains))
         kind = _KIND[table]

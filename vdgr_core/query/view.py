@@ -195,6 +195,15 @@ class _SectionOfRow:
         d, local = self._view.locate("content", int(row))
         return self._view.to_global("section", d, int(self._view.layout(d).array("content_section")[local]))
 
+    def take(self, rows) -> np.ndarray:
+        """The sections of many content rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(len(rows), dtype=np.int64)
+        for d, where, local in self._view.split("content", rows):
+            out[where] = np.asarray(self._view.layout(d).array("content_section")[local]) + \
+                self._view.to_global("section", d, 0)
+        return out
+
 
 class _SectionRows:
     def __init__(self, view):
