@@ -8,8 +8,9 @@ Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
         has_entity and section -> chunk edges -> staged edges                              |
       MergeEntities: per-document partials + chunk vectors, one combine per entity         |
       CooccurrenceEdges: one combine per entity pair                                        |
-      SummarizeDirectories: documents grouped by document node, then folders level by level |
-        -> EmbedInBatches -> staged directories; directory -> directory edges              |
+      SummarizeDirectoriesByLevel: documents grouped by document node, then folders level   |
+        by level; each part -> EmbedInBatches -> staged directories, and its directory ->  |
+        directory edges, in the stage that produced it                                      |
     every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
 
 What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
@@ -27,7 +28,7 @@ from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
 from transforms.bm25 import BuildSubShards
-from transforms.directories import SummarizeDirectories, containment_edge
+from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
@@ -123,18 +124,20 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     trees = annotated | "Document trees" >> beam.Map(document_tree)
-    directories = ((trees, tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
-                   | "Summarize directories" >> SummarizeDirectories(config, max_folder_level(scan)))
+    # one part per summarization step: each is embedded and staged where it is produced
+    directory_parts = ((trees, tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
+                       | "Summarize directories" >> SummarizeDirectoriesByLevel(config, max_folder_level(scan)))
 
     def directory_items(n):
         text = directory_embedding_text(n)
         return embedding_key(model_id, text), text, n
 
-    directory_embedded = (directories
-                          | "Prefetch directory embeddings" >> PrefetchEmbeddings(
+    directory_embedded = [part
+                          | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
                               config, lambda n: [directory_items(n)[:2]])
-                          | "Directory texts" >> beam.Map(directory_items)
-                          | "Embed directories" >> EmbedInBatches(config, directory_row))
+                          | f"Directory texts {i}" >> beam.Map(directory_items)
+                          | f"Embed directories {i}" >> EmbedInBatches(config, directory_row)
+                          for i, part in enumerate(directory_parts)]
     dead = ((parsed[DEAD_LETTER],
              read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
             | "All dead letters" >> beam.Flatten())
@@ -142,15 +145,16 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     outputs = {
         T.DOCUMENTS: [annotated | "Document row" >> beam.Map(lambda a: document_row(a.doc)),
                       dead | "Dead document row" >> beam.MapTuple(dead_document_row)],
-        T.DIRECTORIES: [directory_embedded.rows],
+        T.DIRECTORIES: [e.rows for e in directory_embedded],
         T.ENTITIES: [merged.entities],
         T.ENTITY_STATS: [merged[ENTITY_STATS]],
         T.EDGES: [annotated | "Document edges" >> beam.FlatMap(document_edges),
                   cooccurrence,
-                  directories | "Directory edges" >> beam.FlatMap(containment_edge)],
+                  *(part | f"Directory edges {i}" >> beam.FlatMap(containment_edge)
+                    for i, part in enumerate(directory_parts))],
         T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d))],
         T.SECRET_FINDINGS: [annotated | "Secret finding rows" >> beam.FlatMap(lambda a: document_secret_findings(a.doc))],
-        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS], directory_embedded[NEW_VECTORS]],
+        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)],
     }
     staged = [rows | f"Stage {name} {i}" >> StageRows(
         name, staging.prefix(name), T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),

@@ -98,9 +98,14 @@ def _level_of(record, n_levels: int) -> int:
     return level
 
 
-class SummarizeDirectories(beam.PTransform):
-    """(document trees keyed by document node id, folder nodes) -> every directory node, merged
-    and with its summary.
+class SummarizeDirectoriesByLevel(beam.PTransform):
+    """(document trees keyed by document node id, folder nodes) -> the directory nodes, merged
+    and with their summaries, as one PCollection per step (document nodes, then each folder
+    level, deepest first).
+
+    The parts are not flattened here: what consumes them (embedding, staging) then runs in the
+    stage that produced each part, and no runner has to hold every directory node between
+    stages (Beam's in-process runner hands a stage its whole input).
 
     Parameters
     ----------
@@ -140,7 +145,19 @@ class SummarizeDirectories(beam.PTransform):
             carried = done[UP]
         if carried is not None:      # level 0 (domains) has no parent: nothing may be left
             _ = carried | "Nothing above domains" >> beam.Map(_unexpected)
-        return finished | "All directory nodes" >> beam.Flatten()
+        return tuple(finished)
+
+
+class SummarizeDirectories(beam.PTransform):
+    """(document trees keyed by document node id, folder nodes) -> every directory node, merged
+    and with its summary (:class:`SummarizeDirectoriesByLevel`, flattened)."""
+
+    def __init__(self, config: BuildConfig, max_folder_level: int):
+        super().__init__()
+        self._by_level = SummarizeDirectoriesByLevel(config, max_folder_level)
+
+    def expand(self, pcolls):
+        return pcolls | "By level" >> self._by_level | "All directory nodes" >> beam.Flatten()
 
 
 def _merge_all(nodes):
