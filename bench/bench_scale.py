@@ -198,7 +198,7 @@ for table, key in (("contents", "chunk_id"), ("directories", "node_id")):
         hits = total = 0
         for v in qvecs:
             def run(exact):
-                q = t.search(np.asarray(v, dtype=np.float32)).metric("cosine").limit(10).select([key])
+                q = t.search(np.asarray(v, dtype=np.float32)).metric("cosine").limit(10).select([key, "_distance"])
                 if scope is not None:
                     q = q.where(scope.lance_expr(), prefilter=True)
                 q = q.bypass_vector_index() if exact else q.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)

@@ -39,7 +39,8 @@ def test_every_domain_has_a_complete_memory_mapped_layout(index):
         ref = reader.manifest.layouts[d]
         files = set(os.listdir(lay.folder)) - {COMPLETE_MARKER}
         assert set(STORE_FILES) <= files and "meta.json" in files
-        assert isinstance(lay.array("content_ids"), np.memmap)
+        ids = lay.array("content_ids")
+        assert isinstance(ids.base, np.memmap) and not ids.flags.owndata and not ids.flags.writeable
         assert (lay.nc, lay.nd, lay.ne) == (ref.contents, ref.directories, ref.entities)
         assert lay.nc == len(_rows(reader, T.CONTENTS, d)) and lay.nd == len(_rows(reader, T.DIRECTORIES, d))
         assert lay.graph.indices.dtype == lay.graph.indptr.dtype    # scipy keeps the maps, no copy

@@ -24,6 +24,7 @@ from vdgr_core.query.trace import TraceRecorder
 
 PER_LEVEL = 3
 MAX_CANDIDATES = 20
+SIMILARITY_POOL = 60    # candidates per level whose cosine with the question is read
 MAX_READ = 400          # contents read per level (document order) before ranking them
 
 
@@ -57,15 +58,29 @@ def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidenc
     if node is None:
         return []
     have = {f.section for f in evidence}
-    added: list[int] = []
-    missing = list(j.missing)
+    levels: list[tuple[int, int, list[int]]] = []
     child = None
     for depth in range(1, config.backtrack_depth + 1):
         level = np.array(list(dict.fromkeys(_level_candidates(data, node, depth, child))), dtype=np.int64)
         level = level[cmask[level]] if len(level) else level
-        rows = [int(r) for r in level if int(sec.of_row[r]) not in have and int(r) not in added]
-        sims = dict(zip(rows, vectors.similarity(T.CONTENTS, qvec, rows))) if rows else {}
-        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -float(sims[r]), r))
+        levels.append((depth, node, [int(r) for r in level if int(sec.of_row[r]) not in have]))
+        parent = data.parent_dir(node)
+        if parent is None:
+            break
+        child, node = node, parent
+    added: list[int] = []
+    missing = list(j.missing)
+    sims: dict[int, float] = {}
+    for depth, node, candidates in levels:
+        # by the share of missing words they hold; the best few by their cosine with the
+        # question too (vectors are read for those only)
+        rows = sorted((r for r in candidates if r not in added),
+                      key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), r))
+        rows = rows[:SIMILARITY_POOL]
+        need = [r for r in rows if r not in sims]
+        if need:
+            sims.update(zip(need, (float(x) for x in vectors.similarity(T.CONTENTS, qvec, need))))
+        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -sims[r], r))
         rows = rows[:MAX_CANDIDATES]
         if rows:
             if llm is not None:
@@ -85,10 +100,6 @@ def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidenc
             missing = list(judge_offline(question, [*evidence, *more], data).missing)
             if not missing:
                 break
-        parent = data.parent_dir(node)
-        if parent is None:
-            break
-        child, node = node, parent
     trace.step("backtrack", f"evidence weak (coverage {j.coverage}): {len(added)} contents added",
                coverage=j.coverage, added=len(added))
     out: dict[int, SectionHit] = {}

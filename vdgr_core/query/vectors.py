@@ -129,7 +129,7 @@ class VectorSearch:
         fetch = k if kind == "content" else 2 * k
         query = (self._reader.table(table).search(q).metric("cosine")
                  .where(scope.lance_expr(), prefilter=True).limit(fetch)
-                 .select([_ID[table], "domain"]))
+                 .select([_ID[table], "domain", "_distance"]))
         if self.indexed(table):
             query = query.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
         else:

@@ -191,7 +191,8 @@ class DomainLayout:
         """The memory-mapped array ``name`` (without ``.npy``)."""
         a = self._arrays.get(name)
         if a is None:
-            a = np.load(os.path.join(self.folder, name + ".npy"), mmap_mode="r", allow_pickle=False)
+            # a plain ndarray view of the map (np.memmap's subclass hooks cost on every slice)
+            a = np.asarray(np.load(os.path.join(self.folder, name + ".npy"), mmap_mode="r", allow_pickle=False))
             with self._lock:
                 self._arrays[name] = a
         return a
