@@ -306,6 +306,12 @@ def render(report: dict) -> str:
              "run) / scope-free; \"exact\" when the table has no vector index (it is searched exactly)", ""]
     if report.get("not_run"):
         lines += [f"- not run: {', '.join(report['not_run'])} (this table has no figure for it)", ""]
+    rows = report["results"]
+    if any(r.get("commit") for r in rows):
+        lines += ["Each size was measured by the command, at the commit and on the date below:", ""]
+        lines += [f"- {r['chunks']:,} chunks: `{r.get('command', report['command'])}` at {r.get('commit', report['commit'])}, "
+                  f"{r.get('date', report['date'])}" for r in rows]
+        lines += [""]
     lines += ["| chunks | documents | build s | chunks/s | build peak RSS MB (driver / children) | index MB | "
               "open s | query RSS MB | 1% update s | update / build | update peak RSS MB | ANN recall@10 "
               "contents (scoped / unscoped) | directories (scoped / unscoped) | update == rebuild |",
@@ -343,6 +349,9 @@ def main(argv=None) -> int:
     ap.add_argument("--check-rebuild", default="10k", help="sizes whose update is compared with a rebuild")
     ap.add_argument("--check-multiprocess", default="", help="sizes also built with --preset multiprocess")
     ap.add_argument("--no-markdown", action="store_true", help="do not merge the table into BENCHMARKS.md")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the rows of sizes not run now from the last report (each row names its own "
+                         "command, commit and date)")
     a = ap.parse_args(argv)
     sizes = [s for s in a.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
@@ -351,17 +360,24 @@ def main(argv=None) -> int:
     not_run = [s for s in SIZES if s not in sizes or (a.skip_1m and s == "1m")]
     sizes = [s for s in sizes if s not in not_run]
     a.work.mkdir(parents=True, exist_ok=True)
+    from bench.run_eval import commit, machine
+
+    command = "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:])
     results = []
     for label in sizes:
         print(f"[bench_scale] {label} ...", flush=True)
-        results.append(run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(","),
-                                label in a.check_multiprocess.split(",")))
+        r = run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(","),
+                     label in a.check_multiprocess.split(","))
+        results.append({**r, "command": command, "commit": commit(),
+                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
         print(json.dumps(results[-1]), flush=True)
-    from bench.run_eval import commit, machine
-
+    if a.keep and a.out.exists():      # sizes not run now keep the rows of the run that measured them
+        earlier = json.loads(a.out.read_text()).get("results", [])
+        kept = [r for r in earlier if r.get("size") not in {x["size"] for x in results} and "commit" in r]
+        results = sorted(kept + results, key=lambda r: list(SIZES).index(r["size"]))
+        not_run = [s for s in not_run if s not in {r["size"] for r in results}]
     m = machine()
-    report = {"command": "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
+    report = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
               "machine": f"{m['uname']}, {m['nproc']} CPUs", "results": results, "not_run": not_run}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -43,6 +43,24 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return float32 unit rows, shape ``(len(texts), dim)``; ``(0, dim)`` for no texts."""
         ...
+
+
+def embed_query(embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed a query's few texts: ``embedder.embed_query`` when it has one (a faster numeric
+    mode for vectors that are compared, never stored), else ``embedder.embed``."""
+    fn = getattr(embedder, "embed_query", None)
+    return fn(texts) if fn is not None else embedder.embed(texts)
+
+
+def native_bf16() -> bool:
+    """True when this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX);
+    without them torch emulates bf16 and a small batch runs about twice as slow as float32."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return True              # unknown: keep the configured mode
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def embedder_identity(config: EmbeddingConfig) -> tuple[str, int]:
@@ -181,12 +199,21 @@ class MiniLMEmbedder:
             raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
         self.dim = dim
         self._bf16 = config.bf16
+        self._query_bf16 = native_bf16()
         self._batch_size = config.batch_size
         self.model_id = embedder_identity(config)[0]
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """A query's texts: in float32 when the CPU has no native bf16 (``native_bf16``), which
+        halves the time of a few short texts there. Query vectors are only compared with the
+        index's, never stored, so their mode may differ from the index's (cosines move by
+        about 1e-3)."""
+        return self.embed(texts, bf16=self._bf16 and self._query_bf16)
+
+    def embed(self, texts: Sequence[str], bf16: Optional[bool] = None) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        bf16 = self._bf16 if bf16 is None else bf16
         torch = self._torch
         # A query (a handful of short texts) is embedded on one thread: splitting a tiny
         # matrix product across cores gains nothing, and on a shared machine a busy core makes
@@ -198,7 +225,7 @@ class MiniLMEmbedder:
             torch.set_num_threads(1)
         try:
             out = np.zeros((len(texts), self.dim), dtype=np.float32)
-            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self._bf16):
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 for idx in self.batches(texts):
                     out[idx] = self._encode([texts[i] for i in idx])
         finally:

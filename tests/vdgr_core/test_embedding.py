@@ -145,3 +145,20 @@ def test_minilm_vector_does_not_depend_on_its_batch():
     for idx in emb.batches(others):
         assert len({counts[i] for i in idx}) == 1 and len(idx) <= emb._batch_size
     assert sorted(i for idx in emb.batches(others) for i in idx) == list(range(len(others)))
+
+
+def test_query_vectors_follow_the_cpu_and_stay_close_to_the_index_mode(monkeypatch):
+    from vdgr_core import embedding as E
+    from vdgr_core.embedding import embed_query
+
+    emb = make_embedder(EmbeddingConfig())             # bf16 autocast, as the index is built
+    texts = ["How do I pair Bluetooth headphones?", "battery"]
+    stored = emb.embed(texts)
+    emb._query_bf16 = True                             # a CPU with native bf16: the index's mode
+    assert np.array_equal(embed_query(emb, texts), stored)
+    emb._query_bf16 = False                            # emulated bf16: float32 for queries
+    fast = embed_query(emb, texts)
+    cos = np.sum(fast * stored, axis=1)
+    assert _unit_rows(fast) and not np.array_equal(fast, stored) and (cos > 0.999).all()
+    assert np.array_equal(emb.embed(texts), stored)    # what the index stores never changes
+    assert embed_query(HashingEmbedder(dim=32), texts).shape == (2, 32)   # no embed_query: embed

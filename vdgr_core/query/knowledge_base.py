@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.config import QueryConfig
 from schemas.errors import ConfigError, LLMError
+from vdgr_core.embedding import embed_query
 from vdgr_core.ids import stable_id
 from vdgr_core.query.guardrails import screen_answer, screen_query
 from vdgr_core.query.answer import extractive_answer, llm_answer
@@ -163,7 +164,7 @@ class KnowledgeBase:
         items = [i if isinstance(i, QueryItem) else QueryItem.model_validate(i) for i in items]
         named = [self.router.named_text(i.question) for i in items]
         extra = sorted({t for t in named if t})
-        vecs = self.embedder.embed([i.question for i in items] + extra) if items else []
+        vecs = embed_query(self.embedder, [i.question for i in items] + extra) if items else []
         pre = {t: vecs[len(items) + n] for n, t in enumerate(extra)}
         with _one_blas_thread():
             return [self._query(i.question, domain=i.domain, version=i.version, groups=tuple(i.groups),
@@ -189,7 +190,7 @@ class KnowledgeBase:
                 # the question and (when it names a domain) the text without that name, in
                 # one batch: routing nearly always picks the named domain
                 named = self.router.named_text(question)
-                vecs = self.embedder.embed([question, named] if named else [question])
+                vecs = embed_query(self.embedder, [question, named] if named else [question])
                 qvec = vecs[0]
                 if named:
                     pre[named] = vecs[1]
@@ -203,7 +204,7 @@ class KnowledgeBase:
         if rq != question:
             with trace.stage("embed"):
                 v = pre.get(rq)
-                qvec = np.asarray(v if v is not None else self.embedder.embed([rq])[0], dtype=np.float32)
+                qvec = np.asarray(v if v is not None else embed_query(self.embedder, [rq])[0], dtype=np.float32)
         with trace.stage("retrieve"):
             hits = self.retriever.retrieve(rq, qvec, qscope, domains, trace)
         cmask = self.data.contents.mask(qscope)
@@ -258,7 +259,7 @@ class KnowledgeBase:
             asked.add(refined.strip())
             trace.step("reflection", f"round {rnd}: insufficient, refined query", coverage=j.coverage,
                        gap=j.gap, refined_query=refined, by=j.by)
-            rvec = np.asarray(self.embedder.embed([refined])[0], dtype=np.float32)
+            rvec = np.asarray(embed_query(self.embedder, [refined])[0], dtype=np.float32)
             more = self.retriever.retrieve(refined, rvec, qscope, domains, trace)
             hits = add_candidates(hits, more, k // 2)
         if cfg.reflection_bridge:
@@ -277,7 +278,7 @@ class KnowledgeBase:
             trace.step("reflection", "bridge: no entity beyond the question's")
             return hits
         trace.step("reflection", "bridge: follow-up query from the evidence's entities", query=follow)
-        fvec = np.asarray(self.embedder.embed([follow])[0], dtype=np.float32)
+        fvec = np.asarray(embed_query(self.embedder, [follow])[0], dtype=np.float32)
         more = self.retriever.retrieve(follow, fvec, qscope, domains, trace)
         return add_candidates(hits, [SectionHit(h.section, h.score, h.rows, ("reflection",)) for h in more],
                               k // 2)
