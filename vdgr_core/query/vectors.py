@@ -124,9 +124,11 @@ class VectorSearch:
         cfg = self._config
         kind = _KIND[table]
         cols = self._view.contents if kind == "content" else self._view.directories
-        # directories: visibility also asks whether a readable content lies below (not a
-        # column of the table), checked on the candidates; fetch more to keep k
-        fetch = k if kind == "content" else 2 * k
+        # twice k: rows of equal score (equal texts in two versions) are ordered by row, as
+        # the exact path orders them, not by LanceDB's order; and directories' visibility
+        # also asks whether a readable content lies below them (not a column of the table),
+        # which is checked on the candidates
+        fetch = 2 * k
         query = (self._reader.table(table).search(q).metric("cosine")
                  .where(scope.lance_expr(), prefilter=True).limit(fetch)
                  .select([_ID[table], "domain", "_distance"]))
