@@ -124,7 +124,8 @@ def test_containment_edges_form_a_tree(built):
 def test_second_build_embeds_nothing_and_gives_same_index(built, tmp_path):
     corpus, index, first = built
     again = run_build(_config(corpus, index))
-    assert first.embeddings_computed > 0
+    # (the first build may take texts from the process's memo when an earlier test embedded them)
+    assert first.embeddings_computed + first.embeddings_from_cache > 0
     assert again.embeddings_computed == 0
     # every text the first build embedded or took from its in-process memo comes from the cache
     assert again.embeddings_from_cache == first.embeddings_computed + first.embeddings_from_cache

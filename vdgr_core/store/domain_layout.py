@@ -116,38 +116,36 @@ def _ipc_bytes(table: pa.Table) -> bytes:
 def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray],
                    stores: Mapping[str, pa.Table], meta: dict) -> LayoutRef:
     """Write one domain's layout folder whole (named by the digest of its files) and return its
-    reference. A folder already published with the same content is kept."""
-    files: dict[str, bytes] = {}
-    for name in sorted(arrays):
-        buf = _npy_bytes(np.ascontiguousarray(arrays[name]))
-        files[name + ".npy"] = buf
-    for name in sorted(stores):
-        files[name + ".arrow"] = _ipc_bytes(stores[name])
+    reference. Each file is written to a temporary folder as it is serialized (one file in
+    memory at a time); a folder already published with the same content is kept."""
     meta = {**meta, "format": FORMAT, "domain": domain}
-    files["meta.json"] = json.dumps(meta, sort_keys=True).encode("utf-8")
-    h = hashlib.sha256(f"layout {FORMAT}\x1f{domain}".encode("utf-8"))
-    for name in sorted(files):
-        h.update(name.encode("utf-8") + len(files[name]).to_bytes(8, "little"))
-        h.update(files[name])
-    rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
     counts = meta["counts"]
-    ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
-                    counts["documents"])
     loc = IndexLocation(index_root)
-    if loc.exists(rel):
-        return ref
-    if loc.remote:
-        tmp = tempfile.mkdtemp(prefix="vdgr-layout-")
-    else:
-        parent = os.path.dirname(loc.local_folder(rel))
+    parent = None if loc.remote else os.path.join(loc.local_folder("layout"), _safe(domain))
+    if parent is not None:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".building-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=".building-" if parent else "vdgr-layout-", dir=parent)
     try:
-        for name, data in files.items():
+        h = hashlib.sha256(f"layout {FORMAT}\x1f{domain}".encode("utf-8"))
+        writers = {**{name + ".npy": (lambda a=arrays[name]: _npy_bytes(np.ascontiguousarray(a)))
+                      for name in arrays},
+                   **{name + ".arrow": (lambda t=stores[name]: _ipc_bytes(t)) for name in stores},
+                   "meta.json": lambda: json.dumps(meta, sort_keys=True).encode("utf-8")}
+        for name in sorted(writers):
+            data = writers[name]()
+            h.update(name.encode("utf-8") + len(data).to_bytes(8, "little"))
+            h.update(data)
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            del data
+        rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
+        ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
+                        counts["documents"])
+        if loc.exists(rel):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return ref
         loc.publish_folder(tmp, rel)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
