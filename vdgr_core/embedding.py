@@ -46,21 +46,10 @@ class Embedder(Protocol):
 
 
 def embed_query(embedder, texts: Sequence[str]) -> np.ndarray:
-    """Embed a query's few texts: ``embedder.embed_query`` when it has one (a faster numeric
-    mode for vectors that are compared, never stored), else ``embedder.embed``."""
+    """Embed a query's few texts: ``embedder.embed_query`` when it has one (the model's own
+    float32 numerics for vectors that are compared, never stored), else ``embedder.embed``."""
     fn = getattr(embedder, "embed_query", None)
     return fn(texts) if fn is not None else embedder.embed(texts)
-
-
-def native_bf16() -> bool:
-    """True when this CPU computes bfloat16 matrix products natively (AVX512-BF16 or AMX);
-    without them torch emulates bf16 and a small batch runs about twice as slow as float32."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
-    except OSError:
-        return True              # unknown: keep the configured mode
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def embedder_identity(config: EmbeddingConfig) -> tuple[str, int]:
@@ -199,16 +188,17 @@ class MiniLMEmbedder:
             raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
         self.dim = dim
         self._bf16 = config.bf16
-        self._query_bf16 = native_bf16()
         self._batch_size = config.batch_size
         self.model_id = embedder_identity(config)[0]
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        """A query's texts: in float32 when the CPU has no native bf16 (``native_bf16``), which
-        halves the time of a few short texts there. Query vectors are only compared with the
-        index's, never stored, so their mode may differ from the index's (cosines move by
-        about 1e-3)."""
-        return self.embed(texts, bf16=self._bf16 and self._query_bf16)
+        """A query's texts, always in float32. bf16 autocast pays off on the large batches of
+        a build; for a query's one or two texts it saves little where the CPU has native bf16
+        (about 4 ms of 15 here) and costs twice the time where torch emulates it, and its
+        rounding follows the CPU's kernels, so one question could rank differently on two
+        machines. Query vectors are compared with the index's, never stored; cosines move by
+        about 1e-3 against the bf16 vectors of the same texts."""
+        return self.embed(texts, bf16=False)
 
     def embed(self, texts: Sequence[str], bf16: Optional[bool] = None) -> np.ndarray:
         if len(texts) == 0:

@@ -147,18 +147,15 @@ def test_minilm_vector_does_not_depend_on_its_batch():
     assert sorted(i for idx in emb.batches(others) for i in idx) == list(range(len(others)))
 
 
-def test_query_vectors_follow_the_cpu_and_stay_close_to_the_index_mode(monkeypatch):
-    from vdgr_core import embedding as E
+def test_query_vectors_are_float32_whatever_the_cpu_and_stay_close_to_the_index_mode():
     from vdgr_core.embedding import embed_query
 
     emb = make_embedder(EmbeddingConfig())             # bf16 autocast, as the index is built
     texts = ["How do I pair Bluetooth headphones?", "battery"]
     stored = emb.embed(texts)
-    emb._query_bf16 = True                             # a CPU with native bf16: the index's mode
-    assert np.array_equal(embed_query(emb, texts), stored)
-    emb._query_bf16 = False                            # emulated bf16: float32 for queries
-    fast = embed_query(emb, texts)
-    cos = np.sum(fast * stored, axis=1)
-    assert _unit_rows(fast) and not np.array_equal(fast, stored) and (cos > 0.999).all()
+    query = embed_query(emb, texts)
+    assert np.array_equal(query, emb.embed(texts, bf16=False))       # float32 numerics
+    cos = np.sum(query * stored, axis=1)
+    assert _unit_rows(query) and not np.array_equal(query, stored) and (cos > 0.999).all()
     assert np.array_equal(emb.embed(texts), stored)    # what the index stores never changes
     assert embed_query(HashingEmbedder(dim=32), texts).shape == (2, 32)   # no embed_query: embed
