@@ -119,6 +119,15 @@ def measured_run(cmd: list[str], log: Path) -> dict:
             "rusage_peak_mb": round(usage.ru_maxrss / 1024)}
 
 
+def stages_of(log: Path) -> dict:
+    """The stage timings ``vdgr index`` / ``vdgr update`` print (``stages (s)  scan_s 0.4, ...``)."""
+    for line in reversed(log.read_text(encoding="utf-8", errors="replace").splitlines()):
+        if line.strip().startswith("stages (s)"):
+            parts = line.strip()[len("stages (s)"):].split(",")
+            return {k: float(v) for k, v in (p.split() for p in parts if len(p.split()) == 2)}
+    return {}
+
+
 def du_mb(path: Path) -> float:
     return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2 ** 20, 1)
 
@@ -317,6 +326,8 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
         "update_documents": len(changed), "update_s": update["wall_s"],
         "update_ratio": round(update["wall_s"] / build["wall_s"], 3),
         "update_driver_peak_mb": update["driver_peak_mb"], "update_rusage_peak_mb": update["rusage_peak_mb"],
+        "build_stages_s": stages_of(logs / f"build_{label}.log"),
+        "update_stages_s": stages_of(logs / f"update_{label}.log"),
         **multiprocess,
     }
     if check_rebuild:
@@ -387,6 +398,13 @@ def render(report: dict) -> str:
         lat = r["latency"]
         lines.append(f"| {r['chunks']:,} | " + " | ".join(
             f"{lat[n]['p50_ms']} / {lat[n]['p95_ms']}" if n in lat else "-" for n in ROUTES) + " |")
+    staged = [r for r in report["results"] if r.get("build_stages_s")]
+    if staged:
+        lines += ["", "Where the time goes (the stage timings `vdgr index` and `vdgr update` print, seconds):", "",
+                  "| chunks | build stages | 1% update stages |", "|---|---|---|"]
+        lines += [f"| {r['chunks']:,} | " + " | ".join(
+            ", ".join(f"{k} {v}" for k, v in r.get(key, {}).items()) or "-"
+            for key in ("build_stages_s", "update_stages_s")) + " |" for r in staged]
     mp = [r for r in report["results"] if "mp_build_s" in r]
     if mp:
         lines += ["", "Multi-process runner (`--preset multiprocess`, 2 workers), same corpus:", "",

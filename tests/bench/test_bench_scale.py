@@ -1,7 +1,7 @@
 """bench/bench_scale.py and bench/grow_corpus.py: measuring a process, rendering, growing."""
 import sys
 
-from bench.bench_scale import ROUTES, measured_run, render
+from bench.bench_scale import ROUTES, measured_run, render, stages_of
 from bench.grow_corpus import change_documents, revise_markdown
 
 
@@ -46,3 +46,28 @@ def test_change_documents_changes_one_in_a_hundred(tmp_path):
     assert [p.name for p in changed] == ["d000.md", "d100.md", "d200.md"]
     assert "Service bulletin T0" in (tmp_path / "d000.md").read_text(encoding="utf-8")
     assert "Service bulletin" not in (tmp_path / "d001.md").read_text(encoding="utf-8")
+
+
+def test_render_shows_both_ann_recalls_and_the_stage_timings(tmp_path):
+    log = tmp_path / "build.log"
+    log.write_text("  embeddings  5 computed\n  stages (s)    scan_s 0.4, pipeline_s 140.0, commit_s 35.5\n")
+    assert stages_of(log) == {"scan_s": 0.4, "pipeline_s": 140.0, "commit_s": 35.5}
+    assert stages_of(tmp_path / "build.log") and not stages_of(_empty(tmp_path))
+    lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES}
+    row = {"chunks": 107498, "documents": 11610, "build_s": 180.0, "chunks_per_s": 597, "build_driver_peak_mb": 1436,
+           "build_children_peak_mb": 0, "index_mb": 850.3, "open_s": 0.005, "query_peak_mb": 806, "update_s": 13.5,
+           "update_ratio": 0.075, "update_driver_peak_mb": 950, "latency": lat,
+           "ann_recall_at_10": {"contents": {"index": {"scoped": 1.0, "unscoped": 0.7},
+                                             "routes": {"scoped": 1.0, "unscoped": 0.99}},
+                                "directories": {"index": {"scoped": 1.0, "unscoped": 0.65},
+                                                "routes": {"scoped": "none", "unscoped": 0.98}}},
+           "build_stages_s": stages_of(log), "update_stages_s": {"merge_s": 1.7}}
+    text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
+    assert "| 1.0 / 0.7; routes 1.0 / 0.99 | 1.0 / 0.65; routes none / 0.98 |" in text
+    assert "| 107,498 | scan_s 0.4, pipeline_s 140.0, commit_s 35.5 | merge_s 1.7 |" in text
+
+
+def _empty(tmp_path):
+    p = tmp_path / "empty.log"
+    p.write_text("no stages here\n")
+    return p
