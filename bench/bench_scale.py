@@ -184,6 +184,9 @@ lat = {n: [] for n in kbs}
 for q in questions:
     for n, kb in kbs.items():
         lat[n].append(kb.query(q, domain=domain).trace.timings_ms["total"])
+# the query process's peak while answering (the recall measurement below scans whole tables
+# without the index, which no query does)
+answering_hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
 
 def pct(v, p):
     v = sorted(v)
@@ -267,7 +270,7 @@ for table in recall:
                                            for lab in ("scoped", "unscoped")}
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
 print(json.dumps({"open_s": round(open_s, 3), "import_s": round(imported, 2), "open_rss_mb": open_rss,
-                  "query_peak_mb": round(hwm / 1024),
+                  "query_peak_mb": round(answering_hwm / 1024), "recall_scan_peak_mb": round(hwm / 1024),
                   "latency": {n: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95), "n": len(v)} for n, v in lat.items()},
                   "ann_recall_at_10": recall, "ann": {"nprobes": cfg.ann_nprobes, "refine_factor": cfg.ann_refine_factor}}))
 """
@@ -279,6 +282,23 @@ def _build_id(index: Path) -> str:
 
 def _count(index: Path, key: str) -> int:
     return int(json.loads((index / "manifest.json").read_text())["counts"].get(key, 0))
+
+
+QUERY_FIELDS = ("open_s", "import_s", "query_peak_mb", "recall_scan_peak_mb", "latency", "ann_recall_at_10")
+
+
+def measure_queries(index: Path, work: Path, label: str) -> dict:
+    """One fresh query process on ``index`` (see ``_QUERY``): open, latency, peaks, ANN recall."""
+    qfile = work / "questions.json"
+    qfile.write_text(json.dumps(questions()))
+    qlog = work / "logs" / f"query_{label}.log"
+    qlog.parent.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", _QUERY, str(index), S10_DOMAIN, str(qfile)], cwd=REPO, env=_env(),
+                         capture_output=True, text=True)
+    qlog.write_text(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise SystemExit(f"query process failed; see {qlog}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_multiprocess: bool = False) -> dict:
@@ -302,15 +322,7 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
                         "mp_worker_peak_mb": mp["children_peak_mb"],
                         "mp_equals_in_process": _build_id(mp_index) == _build_id(index)}
         shutil.rmtree(mp_index, ignore_errors=True)
-    qfile = work / "questions.json"
-    qfile.write_text(json.dumps(questions()))
-    qlog = logs / f"query_{label}.log"
-    out = subprocess.run([sys.executable, "-c", _QUERY, str(index), S10_DOMAIN, str(qfile)], cwd=REPO, env=_env(),
-                         capture_output=True, text=True)
-    qlog.write_text(out.stdout + out.stderr)
-    if out.returncode != 0:
-        raise SystemExit(f"query process failed; see {qlog}")
-    query = json.loads(out.stdout.strip().splitlines()[-1])
+    query = measure_queries(index, work, label)
     size_mb = du_mb(index)
     (work / f"corpus_{label}.stamp.json").unlink(missing_ok=True)     # the corpus is about to change
     changed = change_documents(corpus, 100, "S")
@@ -322,7 +334,7 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
         "build_s": build["wall_s"], "chunks_per_s": round(chunks / build["wall_s"]),
         "build_driver_peak_mb": build["driver_peak_mb"], "build_children_peak_mb": build["children_peak_mb"],
         "build_rusage_peak_mb": build["rusage_peak_mb"], "index_mb": size_mb,
-        **{k: query[k] for k in ("open_s", "import_s", "query_peak_mb", "latency", "ann_recall_at_10")},
+        **{k: query[k] for k in QUERY_FIELDS},
         "update_documents": len(changed), "update_s": update["wall_s"],
         "update_ratio": round(update["wall_s"] / build["wall_s"], 3),
         "update_driver_peak_mb": update["driver_peak_mb"], "update_rusage_peak_mb": update["rusage_peak_mb"],
@@ -364,7 +376,9 @@ def render(report: dict) -> str:
              "update: 1% of the documents (every 100th) get one paragraph; query: the 50 S10 questions, "
              "domain given, one process, `trace.timings_ms.total` (query embedding included)",
              "- open: `KnowledgeBase.open` (reads the manifest; layouts are memory-mapped on first use); "
-             "query RSS: the query process's peak (`VmHWM`, memory-mapped pages it touched included)",
+             "query RSS: the query process's peak (`VmHWM`, memory-mapped pages it touched included) "
+             "after answering the questions under every configuration, before the recall measurement "
+             "(whose exact scans read whole tables, which no query does: `recall_scan_peak_mb` in the JSON)",
              "- ANN recall@10 against an exact scan of the same rows and prefilter, a row counting when its "
              "distance is within 1e-6 of the exact 10th (ann-benchmarks; versions repeat texts, so equal "
              "distances are interchangeable): first the index alone (limit 10, the query side's `ann_nprobes`, "
@@ -378,7 +392,10 @@ def render(report: dict) -> str:
     if any(r.get("commit") for r in rows):
         lines += ["Each size was measured by the command, at the commit and on the date below:", ""]
         lines += [f"- {r['chunks']:,} chunks: `{r.get('command', report['command'])}` at {r.get('commit', report['commit'])}, "
-                  f"{r.get('date', report['date'])}" for r in rows]
+                  f"{r.get('date', report['date'])}"
+                  + (f"; open, query RSS, latency and ANN recall: `{r['query_command']}` at {r['query_commit']}, "
+                     f"{r['query_date']} (the same index after the run's 1% update)" if r.get("query_command") else "")
+                  for r in rows]
         lines += [""]
     lines += ["| chunks | documents | build s | chunks/s | build peak RSS MB (driver / children) | index MB | "
               "open s | query RSS MB | 1% update s | update / build | update peak RSS MB | ANN recall@10 "
@@ -427,6 +444,10 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of sizes not run now from the last report (each row names its own "
                          "command, commit and date)")
+    ap.add_argument("--query-only", action="store_true",
+                    help="measure the query process again on each size's existing index (bench/work/scale/"
+                         "index_<size>, as the last run left it: built, then updated) and replace those "
+                         "fields of the size's row in the last report; the row names this command too")
     a = ap.parse_args(argv)
     sizes = [s for s in a.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
@@ -438,6 +459,8 @@ def main(argv=None) -> int:
     from bench.run_eval import commit, machine
 
     command = "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:])
+    if a.query_only:
+        return requery(a, sizes, command)
     results = []
     for label in sizes:
         print(f"[bench_scale] {label} ...", flush=True)
@@ -451,6 +474,32 @@ def main(argv=None) -> int:
         kept = [r for r in earlier if r.get("size") not in {x["size"] for x in results} and "commit" in r]
         results = sorted(kept + results, key=lambda r: list(SIZES).index(r["size"]))
         not_run = [s for s in not_run if s not in {r["size"] for r in results}]
+    write_report(a, command, results, not_run)
+    return 0
+
+
+def requery(a, sizes: list[str], command: str) -> int:
+    """``--query-only``: the query fields of each size's row measured again on its index."""
+    from bench.run_eval import commit
+
+    report = json.loads(a.out.read_text())
+    rows = {r["size"]: r for r in report["results"]}
+    for label in sizes:
+        index = a.work / f"index_{label}"
+        if label not in rows or not (index / "manifest.json").exists():
+            raise SystemExit(f"no row or no index for {label}: run the full measurement first")
+        print(f"[bench_scale] queries on {index} ...", flush=True)
+        q = measure_queries(index, a.work, label)
+        rows[label].update({k: q[k] for k in QUERY_FIELDS}, query_command=command, query_commit=commit(),
+                           query_date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        print(json.dumps(rows[label]), flush=True)
+    write_report(a, report["command"], [rows[s] for s in SIZES if s in rows], report.get("not_run", []))
+    return 0
+
+
+def write_report(a, command: str, results: list[dict], not_run: list[str]) -> None:
+    from bench.run_eval import commit, machine
+
     m = machine()
     report = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
               "machine": f"{m['uname']}, {m['nproc']} CPUs", "results": results, "not_run": not_run}
@@ -463,7 +512,6 @@ def main(argv=None) -> int:
 
         md = REPO / "BENCHMARKS.md"
         md.write_text(merge_block(md.read_text(encoding="utf-8"), "scale", text), encoding="utf-8")
-    return 0
 
 
 if __name__ == "__main__":
