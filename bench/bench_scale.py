@@ -394,7 +394,8 @@ def render(report: dict) -> str:
         lines += [f"- {r['chunks']:,} chunks: `{r.get('command', report['command'])}` at {r.get('commit', report['commit'])}, "
                   f"{r.get('date', report['date'])}"
                   + (f"; open, query RSS, latency and ANN recall: `{r['query_command']}` at {r['query_commit']}, "
-                     f"{r['query_date']} (the same index after the run's 1% update)" if r.get("query_command") else "")
+                     f"{r['query_date']} (on the index that run built, after its 1% update and any later ones)"
+                     if r.get("query_command") else "")
                   for r in rows]
         lines += [""]
     lines += ["| chunks | documents | build s | chunks/s | build peak RSS MB (driver / children) | index MB | "
@@ -447,7 +448,8 @@ def main(argv=None) -> int:
     ap.add_argument("--query-only", action="store_true",
                     help="measure the query process again on each size's existing index (bench/work/scale/"
                          "index_<size>, as the last run left it: built, then updated) and replace those "
-                         "fields of the size's row in the last report; the row names this command too")
+                         "fields of the size's row in the last report; the row names this command too, "
+                         "the block's header names this command and commit")
     a = ap.parse_args(argv)
     sizes = [s for s in a.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
@@ -493,7 +495,7 @@ def requery(a, sizes: list[str], command: str) -> int:
         rows[label].update({k: q[k] for k in QUERY_FIELDS}, query_command=command, query_commit=commit(),
                            query_date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
         print(json.dumps(rows[label]), flush=True)
-    write_report(a, report["command"], [rows[s] for s in SIZES if s in rows], report.get("not_run", []))
+    write_report(a, command, [rows[s] for s in SIZES if s in rows], report.get("not_run", []))
     return 0
 
 
