@@ -588,6 +588,9 @@ class _OpenedOnUse(Mapping):
     def __getitem__(self, domain: str) -> DomainLayout:
         return DomainLayout(self._folders[domain])
 
+    def __contains__(self, domain) -> bool:       # Mapping's default would open the layout
+        return domain in self._folders
+
     def __iter__(self):
         return iter(self._folders)
 
