@@ -264,7 +264,9 @@ for label, dom in (("scoped", domain), ("unscoped", None)):
 vs._lance = original
 for table in recall:
     if "exact" not in recall[table]["index"].values():
-        recall[table]["routes"] = {lab: routes[lab].get(table, {}).get("recall", "none")
+        # "scan": no search of that kind went to the vector index (its scope was small enough to
+        # scan the layouts' vectors exactly, vdgr_core/query/vectors.py)
+        recall[table]["routes"] = {lab: routes[lab].get(table, {}).get("recall", "scan")
                                    for lab in ("scoped", "unscoped")}
         recall[table]["route_searches"] = {lab: routes[lab].get(table, {}).get("searches", 0)
                                            for lab in ("scoped", "unscoped")}
@@ -383,9 +385,10 @@ def render(report: dict) -> str:
              "distance is within 1e-6 of the exact 10th (ann-benchmarks; versions repeat texts, so equal "
              "distances are interchangeable): first the index alone (limit 10, the query side's `ann_nprobes`, "
              "`ann_refine_factor`), the question's domain as prefilter / scope-free; then (\"routes\") the top "
-             "10 of every vector search the query side made answering the questions under all routes, with "
-             "the domain given / without it (routing searches every domain's directories); \"exact\" when "
-             "the table has no vector index (it is searched exactly)", ""]
+             "10 of every vector search the query side sent to the index answering the questions under all routes, with "
+             "the domain given / without it (routing searches every domain's directories); \"scan\" when "
+             "none of those searches went to the index (a scope of at most `exact_max_rows` rows scans its "
+             "domains' layout vectors exactly); \"exact\" when the table has no vector index", ""]
     if report.get("not_run"):
         lines += [f"- not run: {', '.join(report['not_run'])} (this table has no figure for it)", ""]
     rows = report["results"]

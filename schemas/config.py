@@ -236,9 +236,10 @@ class QueryConfig(_Frozen):
     # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none);
     # the layout stores edges from StoreConfig.graph_synonym_min (0.9), so lower asks no more
     graph_synonym_min: float = Field(default=0.95, ge=0, le=1.01)
-    # dense search through a LanceDB vector index: IVF partitions probed, candidates re-ranked
-    # on full vectors (refine factor x k); tables without an index are searched exactly, in
-    # memory up to exact_max_rows rows, by LanceDB's flat scan above
+    # dense search: a scope of at most exact_max_rows rows (or any scope of a table without a
+    # vector index) scans its domains' layout vectors exactly; a larger one goes through the
+    # LanceDB vector index: IVF partitions probed, candidates re-ranked on full vectors
+    # (refine factor x k)
     ann_nprobes: int = Field(default=64, ge=1)
     ann_refine_factor: int = Field(default=4, ge=1)
     exact_max_rows: int = Field(default=200_000, ge=0)

@@ -2,20 +2,24 @@
 
 Two paths behind one interface:
 
-- **vector index** (a table of ``StoreConfig.vector_index_min_rows`` rows or more has one, named
-  in the manifest): LanceDB's IVF search with the scope as a typed prefilter
-  (:meth:`QueryScope.lance_expr`), ``QueryConfig.ann_nprobes`` partitions probed and the
-  candidates re-ranked on full vectors (``ann_refine_factor``), so scores are exact cosines;
-- **exact**, for a table without a vector index: its vectors are read once into memory (such a
-  table is small by definition) and searched with one matrix-vector product per domain in
-  scope; the scope is a mask applied before selection. A table without an index but above
-  ``exact_max_rows`` rows is searched by LanceDB's flat scan with the prefilter instead.
+- **layout scan** (exact): each domain's layout holds its rows' vectors (``content_vectors``,
+  ``dir_vectors``, memory-mapped; vdgr_core/store/domain_layout.py). A search whose domains
+  hold at most ``QueryConfig.exact_max_rows`` rows, or one of a table without a vector index,
+  takes one matrix-vector product per domain over those pages; the scope is a mask applied
+  before selection. A query scoped to one domain of a 1M-chunk index reads that domain's
+  vectors only (~50k rows: a few milliseconds), where the vector index's prefiltered search
+  costs ~50 ms;
+- **vector index**: a larger scope (routing over every domain, an unscoped question) of a
+  table of ``StoreConfig.vector_index_min_rows`` rows or more goes to LanceDB's IVF search
+  with the scope as a typed prefilter (:meth:`QueryScope.lance_expr`),
+  ``QueryConfig.ann_nprobes`` partitions probed and the candidates re-ranked on full vectors
+  (``ann_refine_factor``), so scores are exact cosines. A layout without vectors (written by
+  an older version) is searched by LanceDB too, flat when the table has no index.
 
 Scores are cosine similarities (1 - LanceDB's cosine distance).
 """
 from __future__ import annotations
 
-import threading
 from typing import Optional, Sequence
 
 import numpy as np
@@ -26,45 +30,6 @@ from vdgr_core.query.view import IndexView, top_k
 
 _ID = {T.CONTENTS: "chunk_id", T.DIRECTORIES: "node_id"}
 _KIND = {T.CONTENTS: "content", T.DIRECTORIES: "dir"}
-
-
-class _Exact:
-    """A small table's vectors in memory, in the view's row order."""
-
-    def __init__(self, view: IndexView, reader, table: str):
-        kind = _KIND[table]
-        n = len(view.contents) if kind == "content" else len(view.directories)
-        rows_of = view.contents.rows_of if kind == "content" else view.directories.rows_of
-        self.vectors = np.zeros((n, reader.dim), dtype=np.float32)
-        data = reader.table(table).search().select([_ID[table], "domain", "vector"]).to_arrow()
-        ids = data.column(_ID[table]).to_pylist()
-        doms = data.column("domain").to_pylist()
-        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vecs = np.asarray(flat, dtype=np.float32).reshape(len(ids), reader.dim) if ids else flat
-        by_domain: dict[str, list[int]] = {}
-        for i, d in enumerate(doms):
-            by_domain.setdefault(d, []).append(i)
-        for d, where in by_domain.items():
-            rows = rows_of(d, [ids[i] for i in where])
-            ok = rows >= 0
-            self.vectors[rows[ok]] = vecs[np.asarray(where)[ok]]
-        self._last: tuple = (None, {})
-
-    def domain_sims(self, view: IndexView, kind: str, domain: str, q: np.ndarray) -> np.ndarray:
-        """Cosine of ``q`` with every row of ``domain`` (local order); the last query vector's
-        products (one for the whole table) are kept, since routing, the routes and the graph
-        seeds all ask for them."""
-        key = q.tobytes()
-        last_key, sims = self._last
-        if last_key != key:
-            sims = {}
-            self._last = (key, sims)
-        full = sims.get("*")
-        if full is None:
-            full = sims["*"] = self.vectors @ q        # one product for every domain of the table
-        i = view.code[domain]
-        b = view.base(kind)
-        return full[int(b[i]):int(b[i + 1])]
 
 
 class VectorSearch:
@@ -81,20 +46,40 @@ class VectorSearch:
         self._view = view
         self._reader = view.reader
         self._config = config
-        self._exact: dict[str, _Exact] = {}
-        self._lock = threading.Lock()
+        # the last query vector's products, per (kind, domain): routing, the routes and the
+        # graph seeds all ask for the same vector (replaced whole, so threads never mix them)
+        self._last: tuple = (None, {})
 
     def indexed(self, table: str) -> bool:
-        """True when ``table`` is searched through its LanceDB vector index."""
+        """True when ``table`` has a LanceDB vector index (searched through it when a scope
+        is too large to scan)."""
         return table in self._reader.manifest.vector_indexes
 
-    def _exact_for(self, table: str) -> Optional[_Exact]:
-        if self.indexed(table) or self._reader.manifest.counts.get(table, 0) > self._config.exact_max_rows:
-            return None
-        with self._lock:
-            if table not in self._exact:
-                self._exact[table] = _Exact(self._view, self._reader, table)
-            return self._exact[table]
+    def scans(self, table: str, domains: Sequence[str]) -> bool:
+        """True when a search of ``table`` over ``domains`` scans their layouts' vectors
+        exactly (every domain's layout holds vectors, and the table has no vector index or
+        the domains hold at most ``exact_max_rows`` rows)."""
+        kind = _KIND[table]
+        known = [d for d in domains if d in self._view.code]
+        for d in known:
+            if self._view.count(kind, d) and self._view.layout(d).vectors(kind) is None:
+                return False
+        if not self.indexed(table):
+            return True
+        return sum(self._view.count(kind, d) for d in known) <= self._config.exact_max_rows
+
+    def _domain_sims(self, kind: str, domain: str, q: np.ndarray) -> np.ndarray:
+        """Cosine of ``q`` with every row of ``domain`` (local order)."""
+        key = q.tobytes()
+        last_key, sims = self._last
+        if last_key != key:
+            sims = {}
+            self._last = (key, sims)
+        got = sims.get((kind, domain))
+        if got is None:
+            vectors = self._view.layout(domain).vectors(kind)
+            got = sims[(kind, domain)] = vectors @ q if vectors is not None else np.zeros(0, np.float32)
+        return got
 
     def search(self, table: str, qvec: np.ndarray, scope: QueryScope, k: int) -> list[tuple[int, float]]:
         """The ``k`` rows of ``table`` nearest to ``qvec`` inside ``scope`` (its domains must be
@@ -105,20 +90,19 @@ class VectorSearch:
         kind = _KIND[table]
         cols = self._view.contents if kind == "content" else self._view.directories
         mask = cols.mask(scope)
-        exact = self._exact_for(table)
         q = np.asarray(qvec, dtype=np.float32)
-        if exact is not None:
-            rows_all, sims_all = [], []
-            for d in domains:
-                if d not in self._view.code:
-                    continue
-                local = np.flatnonzero(mask.local(d))
-                rows_all.append(local + int(self._view.base(kind)[self._view.code[d]]))
-                sims_all.append(exact.domain_sims(self._view, kind, d, q)[local])
-            if not rows_all:
-                return []
-            return top_k(np.concatenate(sims_all), np.concatenate(rows_all), k)
-        return self._lance(table, q, scope, k, mask)
+        if not self.scans(table, domains):
+            return self._lance(table, q, scope, k, mask)
+        rows_all, sims_all = [], []
+        for d in domains:
+            if d not in self._view.code or not self._view.count(kind, d):
+                continue
+            local = np.flatnonzero(mask.local(d))
+            rows_all.append(local + int(self._view.base(kind)[self._view.code[d]]))
+            sims_all.append(self._domain_sims(kind, d, q)[local])
+        if not rows_all:
+            return []
+        return top_k(np.concatenate(sims_all), np.concatenate(rows_all), k)
 
     def _lance(self, table: str, q: np.ndarray, scope: QueryScope, k: int, mask) -> list[tuple[int, float]]:
         cfg = self._config
@@ -153,12 +137,25 @@ class VectorSearch:
     def similarity(self, table: str, qvec: np.ndarray, rows: Sequence[int]) -> np.ndarray:
         """Cosine of ``qvec`` with each of ``rows`` (vectors read for those rows only)."""
         rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(len(rows), dtype=np.float32)
         if len(rows) == 0:
-            return np.zeros(0, dtype=np.float32)
+            return out
         q = np.asarray(qvec, dtype=np.float32)
-        exact = self._exact_for(table)
-        if exact is not None:
-            return exact.vectors[rows] @ q
+        kind = _KIND[table]
+        missing = []
+        for domain, where, local in self._view.split(kind, rows):
+            vectors = self._view.layout(domain).vectors(kind)
+            if vectors is None:
+                missing.append(where)
+                continue
+            order = np.argsort(local, kind="stable")      # ascending pages of the memory map
+            out[where[order]] = vectors[local[order]] @ q
+        if missing:
+            where = np.concatenate(missing)
+            out[where] = self._lance_similarity(table, q, rows[where])
+        return out
+
+    def _lance_similarity(self, table: str, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
         from lancedb.expr import col
 
         kind = _KIND[table]
@@ -174,28 +171,26 @@ class VectorSearch:
                         depth: int = 8) -> dict[str, float]:
         """Best cosine of ``qvec`` with each domain's visible rows (routing's directory signal).
 
-        Exact path: every domain's best. Vector index: one search of ``depth`` rows per
+        Layout scan: every domain's best. Vector index: one search of ``depth`` rows per
         domain; a domain with no row among them gets the weakest score found (an upper
         bound of its best)."""
         if not domains:
             return {}
         scope = scope.with_domains(domains)
-        exact = self._exact_for(table)
-        if exact is not None:
-            kind = _KIND[table]
+        kind = _KIND[table]
+        if self.scans(table, domains):
             cols = self._view.contents if kind == "content" else self._view.directories
             mask = cols.mask(scope)
             q = np.asarray(qvec, dtype=np.float32)
             out = {}
             for d in domains:
-                if d not in self._view.code:
+                if d not in self._view.code or not self._view.count(kind, d):
                     out[d] = 0.0
                     continue
                 visible = mask.local(d)
-                out[d] = float(exact.domain_sims(self._view, kind, d, q)[visible].max()) if visible.any() else 0.0
+                out[d] = float(self._domain_sims(kind, d, q)[visible].max()) if visible.any() else 0.0
             return out
         hits = self.search(table, qvec, scope, depth * len(domains))
-        kind = _KIND[table]
         best: dict[str, float] = {}
         for row, s in hits:
             d = self._view.locate(kind, row)[0]

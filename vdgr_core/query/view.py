@@ -413,6 +413,11 @@ def top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> list[tuple[int, float
     if k <= 0 or len(rows) == 0:
         return []
     s = np.asarray(scores, dtype=np.float64)
+    if len(s) > 4 * k:
+        # only rows scoring at least the k-th best can be chosen (all of its ties kept)
+        kth = np.partition(s, len(s) - k)[len(s) - k]
+        keep = np.flatnonzero(s >= kth)
+        rows, s = rows[keep], s[keep]
     order = np.lexsort((rows, -s))[:k]
     return [(int(rows[i]), float(s[i])) for i in order]
 

@@ -1,7 +1,7 @@
 """The query layout of one domain: memory-mapped arrays and a document store, written at commit.
 
-The query side never loads a table. Everything it needs besides the LanceDB vector indexes and
-the tantivy shards sits in one folder per domain, ``layout/<domain>/<digest>/``, named by the
+The query side never loads a table. Everything it needs besides the LanceDB vector indexes
+(searches across many domains) and the tantivy shards sits in one folder per domain, ``layout/<domain>/<digest>/``, named by the
 manifest (``layouts``) and opened in O(1): ``.npy`` arrays with ``np.load(mmap_mode="r")`` and
 Arrow IPC files through ``pyarrow.memory_map``. Pages are read when a query touches them.
 
@@ -19,12 +19,16 @@ file                           what
 ``content_version.npy``,       ``int32`` codes into ``meta.versions`` / ``meta.collections``
 ``content_collection.npy``
 ``content_position.npy``       ``int64`` position of each content in its document
+``content_vectors.npy``        ``float32`` ``nc x dim``: each content's embedding, as in the
+                               table (absent when a row has none): a scoped dense search
+                               scans its domains' rows exactly
 ``section_ptr.npy``,           CSR: the contents of each section in reading order (position,
 ``section_rows.npy``           then id)
 ``section_doc.npy``            ``int32`` source file of each section (rank in sorted sources)
 ``section_dir.npy``            ``int32`` directory of the section's node (``-1``: none)
 ``dir_ids.npy``                ``S32`` node ids, sorted: local directory ``j``
 ``dir_parent.npy``             ``int32`` parent directory (``-1``: a root)
+``dir_vectors.npy``            ``float32`` ``nd x dim``: each directory's embedding (likewise)
 ``dir_acl.npy``, ...           ``int32`` ACL class, version and collection codes of directories
 ``dir_children_ptr/_idx.npy``  CSR: child directories (sorted)
 ``dir_contents_ptr/_idx.npy``  CSR: contents whose parent node is the directory (sorted)
@@ -75,7 +79,7 @@ from scipy import sparse
 
 from vdgr_core.store.location import IndexLocation
 
-FORMAT = 1
+FORMAT = 2                   # 2: content and directory vectors
 BATCH_ROWS = 65_536          # rows per record batch of the document store files
 STORE_FILES = ("contents.arrow", "directories.arrow", "entities.arrow")
 
@@ -204,6 +208,14 @@ class DomainLayout:
             with self._lock:
                 self._stores[name] = t
         return t
+
+    def vectors(self, kind: str) -> Optional[np.ndarray]:
+        """The embeddings of ``kind`` (``content`` or ``dir``) in local order, memory-mapped;
+        ``None`` when the layout holds none (the table is searched instead)."""
+        name = f"{kind}_vectors"
+        if name not in self._arrays and not os.path.exists(os.path.join(self.folder, name + ".npy")):
+            return None
+        return self.array(name)
 
     def csr(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
         """(pointers, indices) of the CSR ``prefix`` (``dir_children``, ``dir_contents``, ...)."""

@@ -22,14 +22,14 @@ from schemas import tables as T
 from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
-                                         rows_of_layout)
+                                         rows_of_layout, vector_matrix)
 
 _log = logging.getLogger("vdgr.store")
 
 CONTENT_COLUMNS = ("chunk_id", "source", "parent_id", "position", "version", "collection", "acl", "text",
-                   "title", "path", "page", "flags")
+                   "title", "path", "page", "flags", "vector")
 DIRECTORY_COLUMNS = ("node_id", "parent_id", "version", "collection", "acl", "full_path", "title", "summary",
-                     "kind", "level")
+                     "kind", "level", "vector")
 ENTITY_COLUMNS = ("entity_id", "name", "norm")
 EDGE_COLUMNS = ("kind", "src", "dst", "weight")
 
@@ -226,6 +226,10 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
         "label_keys": label_keys.astype(np.uint64), "label_ptr": np.append(first, len(p.keys)).astype(np.int64),
         "label_dirs": p.dirs.astype(np.int32), "label_tf": p.tfs.astype(np.float32), "label_len": p.lengths,
     }
+    for name, table in (("content_vectors", contents), ("dir_vectors", directories)):
+        vectors = vector_matrix(table)
+        if vectors is not None:
+            arrays[name] = vectors
 
     # ---- entities and the graph
     entity_ids = ids_of(entities.column("entity_id"))

@@ -22,14 +22,16 @@ from schemas import tables as T
 from vdgr_core.labels import content_words_of, label_keys_of
 
 _STR_LIST = pa.list_(pa.string())
+VECTOR = pa.list_(pa.float32())      # a row's embedding (null: the table had none)
 CONTENT_ROWS = pa.schema([("chunk_id", pa.string()), ("text", pa.string()), ("title", pa.string()),
                           ("source", pa.string()), ("path", _STR_LIST), ("parent_id", pa.string()),
                           ("page", pa.int32()), ("flags", _STR_LIST), ("version", pa.string()),
-                          ("collection", pa.string()), ("acl_key", pa.string()), ("position", pa.int64())])
+                          ("collection", pa.string()), ("acl_key", pa.string()), ("position", pa.int64()),
+                          ("vector", VECTOR)])
 DIRECTORY_ROWS = pa.schema([("node_id", pa.string()), ("parent_id", pa.string()), ("title", pa.string()),
                             ("full_path", _STR_LIST), ("summary", pa.string()), ("kind", pa.string()),
                             ("level", pa.int32()), ("version", pa.string()), ("collection", pa.string()),
-                            ("acl_key", pa.string())])
+                            ("acl_key", pa.string()), ("vector", VECTOR)])
 ENTITY_ROWS = pa.schema([("entity_id", pa.string()), ("name", pa.string()), ("norm", pa.string())])
 
 
@@ -116,7 +118,8 @@ def normalize_contents(table: pa.Table) -> pa.Table:
                   column(table, "title", pa.string()), strings(table, "source"), lists(table, "path"),
                   strings(table, "parent_id"), column(table, "page", pa.int32()), lists(table, "flags"),
                   strings(table, "version"), strings(table, "collection"), _acl_keys(table),
-                  pc.fill_null(column(table, "position", pa.int64()), 0)], schema=CONTENT_ROWS)
+                  pc.fill_null(column(table, "position", pa.int64()), 0), column(table, "vector", VECTOR)],
+                 schema=CONTENT_ROWS)
     return _sorted_by(t, "chunk_id")
 
 
@@ -124,7 +127,8 @@ def normalize_directories(table: pa.Table) -> pa.Table:
     t = pa.table([strings(table, "node_id"), strings(table, "parent_id"), column(table, "title", pa.string()),
                   lists(table, "full_path"), strings(table, "summary"), column(table, "kind", pa.string()),
                   pc.fill_null(column(table, "level", pa.int32()), 0), strings(table, "version"),
-                  strings(table, "collection"), _acl_keys(table)], schema=DIRECTORY_ROWS)
+                  strings(table, "collection"), _acl_keys(table), column(table, "vector", VECTOR)],
+                 schema=DIRECTORY_ROWS)
     return _sorted_by(t, "node_id")
 
 
@@ -177,6 +181,27 @@ def domain_rows(contents: pa.Table, directories: pa.Table, entities: pa.Table, e
 
 
 # ------------------------------------------------------------------ from a layout, and a delta
+def _vector_column(vectors: Optional[np.ndarray], n: int) -> pa.Array:
+    """A layout's vectors (``n x dim``; ``None``: it has none) as a ``VECTOR`` column."""
+    if vectors is None:
+        return pa.nulls(n, VECTOR)
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * vectors.shape[1]), flat)
+
+
+def vector_matrix(rows: pa.Table) -> Optional[np.ndarray]:
+    """The ``vector`` column of normalized rows as a ``float32`` matrix, or ``None`` when a row
+    has no vector or the rows disagree on its length (the layout then holds none, and dense
+    search reads the table)."""
+    vec = rows.column("vector").combine_chunks()
+    if vec.null_count or len(vec) == 0:
+        return None
+    lengths = pc.list_value_length(vec).to_numpy(zero_copy_only=False)
+    if lengths.min() != lengths.max() or lengths[0] == 0:
+        return None
+    return np.asarray(vec.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(vec), int(lengths[0]))
+
+
 def rows_of_layout(lay) -> DomainRows:
     """The normalized rows a layout (``DomainLayout``) was built from."""
     classes = ["|".join(c) for c in lay.acl_classes]
@@ -194,13 +219,14 @@ def rows_of_layout(lay) -> DomainRows:
     contents = pa.table([ids("content_ids"), cs.column("text"), cs.column("title"), cs.column("source"),
                          cs.column("path"), cs.column("parent_id"), cs.column("page"), cs.column("flags"),
                          cs.column("version"), cs.column("collection"), decode(lay.array("content_acl"), classes),
-                         pa.array(np.asarray(lay.array("content_position"), dtype=np.int64), pa.int64())],
-                        schema=CONTENT_ROWS)
+                         pa.array(np.asarray(lay.array("content_position"), dtype=np.int64), pa.int64()),
+                         _vector_column(lay.vectors("content"), lay.nc)], schema=CONTENT_ROWS)
     ds = lay.store("directories")
     dirs = pa.table([ids("dir_ids"), ds.column("parent_id"), ds.column("title"), ds.column("full_path"),
                      ds.column("summary"), ds.column("kind"), ds.column("level"),
                      decode(lay.array("dir_version"), versions), decode(lay.array("dir_collection"), collections),
-                     decode(lay.array("dir_acl"), classes)], schema=DIRECTORY_ROWS)
+                     decode(lay.array("dir_acl"), classes), _vector_column(lay.vectors("dir"), lay.nd)],
+                    schema=DIRECTORY_ROWS)
     es = lay.store("entities")
     entities = pa.table([ids("entity_ids"), es.column("name"), es.column("norm")], schema=ENTITY_ROWS)
     # graph: each edge once (content -> entity, or the lower entity -> the higher one)
@@ -285,4 +311,4 @@ def apply_delta(rows: DomainRows, delta: DomainDelta) -> DomainRows:
 
 __all__ = ["DomainRows", "DomainDelta", "EdgeList", "Postings", "domain_rows", "rows_of_layout", "apply_delta",
            "label_postings", "normalize_contents", "normalize_directories", "normalize_entities", "edge_list",
-           "column", "strings", "lists", "ids_of", "CONTENT_ROWS", "DIRECTORY_ROWS", "ENTITY_ROWS"]
+           "column", "strings", "lists", "ids_of", "vector_matrix", "VECTOR", "CONTENT_ROWS", "DIRECTORY_ROWS", "ENTITY_ROWS"]

@@ -1,5 +1,7 @@
-"""Dense search: LanceDB's vector index with the scope as prefilter, and the exact path."""
+"""Dense search: LanceDB's vector index with the scope as prefilter, and the exact scan of the
+layouts' vectors."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -29,13 +31,64 @@ def indexes(tmp_path_factory):
 
 
 def _kbs(indexes):
-    return [KnowledgeBase.open(i, QueryConfig(embedding=HASHING)) for i in indexes]
+    """The exact index, and the indexed one with every scope sent to its vector index."""
+    return [KnowledgeBase.open(indexes[0], QueryConfig(embedding=HASHING)),
+            KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING, exact_max_rows=0))]
 
 
 def test_the_indexed_table_is_searched_through_its_vector_index(indexes):
     exact, indexed = _kbs(indexes)
     assert not exact.vectors.indexed(T.CONTENTS) and indexed.vectors.indexed(T.CONTENTS)
     assert indexed.reader.manifest.vector_indexes[T.CONTENTS]["indexed_rows"] > 0
+    assert exact.vectors.scans(T.CONTENTS, ("hr", "net", "specs"))
+    assert not indexed.vectors.scans(T.CONTENTS, ("net",))
+
+
+def test_a_scope_of_few_rows_scans_the_layouts_even_where_the_table_has_an_index(indexes):
+    small = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING,
+                                                       exact_max_rows=_count(indexes[1], "net")))
+    assert small.vectors.scans(T.CONTENTS, ("net",))
+    assert not small.vectors.scans(T.CONTENTS, ("hr", "net", "specs"))     # more rows: the index
+
+
+def _count(index, domain):
+    kb = KnowledgeBase.open(index, QueryConfig(embedding=HASHING))
+    return kb.data.count("content", domain)
+
+
+def test_layouts_hold_the_tables_vectors_in_local_order(indexes):
+    kb = KnowledgeBase.open(indexes[0], QueryConfig(embedding=HASHING))
+    data = kb.reader.table(T.CONTENTS).search().select(["chunk_id", "domain", "vector"]).to_arrow()
+    table = {i: np.asarray(v, dtype=np.float32) for i, v in
+             zip(data.column("chunk_id").to_pylist(), data.column("vector").to_pylist())}
+    for domain in kb.data.domains:
+        lay = kb.data.layout(domain)
+        vectors = lay.vectors("content")
+        assert vectors.dtype == np.float32 and vectors.shape == (lay.nc, kb.reader.manifest.dim)
+        for local, cid in enumerate(lay.array("content_ids")):
+            assert np.array_equal(vectors[local], table[cid.decode()])
+        assert lay.vectors("dir").shape == (lay.nd, kb.reader.manifest.dim)
+
+
+def test_a_layout_without_vectors_is_searched_through_the_table(indexes, tmp_path):
+    """An index whose layouts hold no vectors (written before they did) still answers alike."""
+    copy = str(tmp_path / "old")
+    shutil.copytree(indexes[0], copy)
+    for folder, _, files in os.walk(os.path.join(copy, "layout")):
+        for name in files:
+            if name in ("content_vectors.npy", "dir_vectors.npy"):
+                os.remove(os.path.join(folder, name))
+    old = KnowledgeBase.open(copy, QueryConfig(embedding=HASHING))
+    new = KnowledgeBase.open(indexes[0], QueryConfig(embedding=HASHING))
+    assert not old.vectors.scans(T.CONTENTS, ("net",)) and new.vectors.scans(T.CONTENTS, ("net",))
+    q = new.embedder.embed(["How do I reset the router?"])[0]
+    scope = QueryScope(SearchScope(domains=("hr", "net", "specs")))
+    a, b = old.vectors.search(T.CONTENTS, q, scope, 5), new.vectors.search(T.CONTENTS, q, scope, 5)
+    assert [r for r, _ in a] == [r for r, _ in b]
+    assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+    rows = [r for r, _ in b]
+    assert np.allclose(old.vectors.similarity(T.CONTENTS, q, rows), new.vectors.similarity(T.CONTENTS, q, rows),
+                       atol=1e-5)
 
 
 def test_both_paths_find_the_same_rows_with_exact_cosines(indexes):
