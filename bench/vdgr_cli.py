@@ -80,11 +80,13 @@ def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) ->
         When ``vdgr index`` fails (see ``log``).
     """
     from vdgr_core.safety import content_rules
+    from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
     from vdgr_core.store.manifest import FORMAT_VERSION
 
-    # an index of an older format or made under other content rules is built again
+    # an index of an older format (manifest or layouts) or made under other content rules is
+    # built again
     key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args), "index_format": FORMAT_VERSION,
-           "content_rules": content_rules()}
+           "layout_format": LAYOUT_FORMAT, "content_rules": content_rules()}
     stamp = index.parent / f"{index.name}.stamp.json"     # beside the index, not inside it
     info = {"path": str(index), **key}
     if (index / "manifest.json").exists() and stamp.exists():

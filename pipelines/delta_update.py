@@ -56,7 +56,8 @@ from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
-from vdgr_core.store.domain_layout import DomainLayout
+from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
+from vdgr_core.store.domain_layout import DomainLayout, layout_format
 from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.layout_rows import DomainDelta
 from vdgr_core.store.lance_store import TableWrite, connect
@@ -542,13 +543,16 @@ class _RowUpdate:
 
     def _layouts(self, db, changes: dict[str, TableChange]) -> dict:
         """The query layouts: each changed domain's previous layout with this update's rows
-        removed and added (a domain without one, or an index written before layouts existed,
-        is read from the committed tables); the others kept."""
+        removed and added (a domain without one, or whose layout is of an older format, is read
+        from the committed tables); the others kept."""
         m = self._reader.manifest
-        redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts}
+        folders = {d: self._reader.layout_folder(d) for d in m.layouts}
+        # a layout of an older format (without vectors, say) is read from the tables again
+        stale = {d for d, f in folders.items() if layout_format(f) != LAYOUT_FORMAT}
+        redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
         out = {d: ref for d, ref in m.layouts.items() if d not in redo}
         latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
-        previous = _OpenedOnUse({d: self._reader.layout_folder(d) for d in redo if d in m.layouts})
+        previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale})
         deltas = {d: _domain_delta(changes, d) for d in previous}
         out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store),
                                  previous=previous, deltas=deltas))

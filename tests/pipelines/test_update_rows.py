@@ -14,6 +14,9 @@ from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
 from tests.pipelines.test_update_property import _snapshot
 from tests.support.corpus import write_corpus
 from vdgr_core.corpus import scan_corpus
+from vdgr_core.store import domain_layout
+from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
+from vdgr_core.store.domain_layout import DomainLayout, layout_format
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.reader import IndexReader
@@ -124,3 +127,34 @@ def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     read.clear()
     assert current_fingerprints(scan, cfg) == with_cache                 # the same without the cache
     assert len(read) == 10
+
+
+def _strip_vectors(index: str) -> None:
+    """Remove the vectors from every layout (format 1 layouts held none)."""
+    for folder, _, files in os.walk(os.path.join(index, "layout")):
+        for name in ("content_vectors.npy", "dir_vectors.npy"):
+            if name in files:
+                os.remove(os.path.join(folder, name))
+
+
+def test_update_rewrites_layouts_of_an_older_format_from_the_tables(tmp_path, monkeypatch):
+    files = {**_files(6), "hr/_meta.yaml": "description: People\n",
+             "hr/leave.md": "# Leave\n\n## Annual\n\nStaff get 25 days of annual leave.\n"}
+    corpus, live, fresh = write_corpus(str(tmp_path / "c"), files), str(tmp_path / "live"), str(tmp_path / "fresh")
+    with monkeypatch.context() as m:          # the build of an older version
+        m.setattr(domain_layout, "FORMAT", 1)
+        run_build(_cfg(corpus, live))
+    _strip_vectors(live)
+    old = IndexReader(live)
+    assert all(layout_format(old.layout_folder(d)) == 1 for d in old.manifest.layouts)
+    with open(os.path.join(corpus, "net/v1/doc01.md"), "a", encoding="utf-8") as f:
+        f.write("\n## Warranty\n\nThe warranty of the SKU-1001 covers the antenna band.\n")
+    run_update(_cfg(corpus, live))
+    run_build(_cfg(corpus, fresh))
+    after = IndexReader(live)
+    # hr did not change, and its layout is still written again: equal to a rebuild's
+    assert set(after.manifest.layouts) == {"hr", "net"}
+    assert after.manifest.layouts == IndexReader(fresh).manifest.layouts
+    for d in after.manifest.layouts:
+        lay = DomainLayout(after.layout_folder(d))
+        assert layout_format(lay.folder) == LAYOUT_FORMAT and lay.vectors("content").shape[0] == lay.nc

@@ -66,6 +66,19 @@ def query_norms(question: str) -> list[str]:
     return list(out)
 
 
+def seed_weights(seeds: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Restart weight of each passage seed: its score min-max normalized over the seeds (the
+    weakest keeps 1e-3), so the best first-hop passage holds most of the mass."""
+    weights: dict[int, float] = {}
+    if not seeds:
+        return weights
+    sims = np.array([s for _, s in seeds])
+    lo, hi = float(sims.min()), float(sims.max())
+    for r, s in seeds:
+        weights[r] = max(weights.get(r, 0.0), (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0)
+    return weights
+
+
 def _unit(w: np.ndarray) -> np.ndarray:
     s = w.sum()
     return w / s if s > 0 else w
@@ -253,12 +266,7 @@ class GraphRoute:
             rows = np.array([int(r) for r, _ in seeds], dtype=np.int64)
             ok = cmask[rows] if len(rows) else np.zeros(0, dtype=bool)
             cseeds = [(int(r), float(s)) for (r, s), keep in zip(seeds, ok) if keep][: cfg.graph_n]
-        weights: dict[int, float] = {}
-        if cseeds:
-            sims = np.array([s for _, s in cseeds])
-            lo, hi = float(sims.min()), float(sims.max())
-            for r, s in cseeds:
-                weights[r] = max(weights.get(r, 0.0), (s - lo) / (hi - lo) + 1e-3 if hi > lo else 1.0)
+        weights = seed_weights(cseeds)
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
         sizes = 0

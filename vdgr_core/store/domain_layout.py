@@ -165,6 +165,15 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return out.getvalue()
 
 
+def layout_format(folder: str) -> int:
+    """The format a layout folder was written in (``meta.json``; 0 when unreadable)."""
+    try:
+        with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
+            return int(json.load(f).get("format", 0))
+    except (OSError, ValueError):
+        return 0
+
+
 class DomainLayout:
     """One domain's layout, memory-mapped (every array and store opens on first use).
 
@@ -248,4 +257,4 @@ class DomainLayout:
         return pos.astype(np.int64), table[pos] == keys
 
 
-__all__ = ["DomainLayout", "LayoutRef", "publish_layout", "FORMAT", "STORE_FILES", "BATCH_ROWS"]
+__all__ = ["DomainLayout", "LayoutRef", "layout_format", "publish_layout", "FORMAT", "STORE_FILES", "BATCH_ROWS"]
