@@ -1,6 +1,7 @@
 """Directory nodes: bottom-up summaries, documents first, then folders level by level.
 
-No step holds a whole domain: documents (their section trees and chunk summaries) are grouped
+No step holds a whole domain: documents (their section trees and chunk summaries, packed into
+one compressed value each: vdgr_core/indexing/per_document.py, ``pack_tree``) are grouped
 by document node id (one document, or the few a directory merge joins), summarized there, and
 each top node's summary goes up as a child record; then each folder level is one grouping by
 folder node id, deepest level first, of the folder nodes, their children's summaries and any
@@ -17,6 +18,7 @@ from apache_beam.metrics import Metrics
 from schemas.config import BuildConfig
 from schemas.tables import CONTAINS
 from transforms.documents import LLM_CALLS, LLM_FALLBACKS
+from vdgr_core.indexing.per_document import pack_tree, unpack_tree
 from vdgr_core.indexing.rows import edge_row
 from vdgr_core.indexing.tree_summary import (Child, llm_directory_summarizer, merge_two,
                                              summarize_document_group, summarize_level_node)
@@ -67,9 +69,9 @@ class _SummarizerDoFn(beam.DoFn):
 
 class _DocumentGroupDoFn(_SummarizerDoFn):
     def process(self, kv, folder_ids):
-        _doc_node_id, trees = kv
+        _doc_node_id, packed = kv
         before = self._calls_now()
-        nodes, records = summarize_document_group(list(trees), folder_ids, self._summarizer,
+        nodes, records = summarize_document_group([unpack_tree(p) for p in packed], folder_ids, self._summarizer,
                                                   max_chars=self._max_chars)
         self._count_calls(before)
         yield from nodes
@@ -125,6 +127,7 @@ class SummarizeDirectoriesByLevel(beam.PTransform):
                    | "Merge folders" >> beam.CombinePerKey(lambda ns: _merge_all(ns)))
         folder_ids = beam.pvalue.AsDict(folders | "Folder id" >> beam.MapTuple(lambda i, _n: (i, True)))
         documents = (trees
+                     | "Pack document trees" >> beam.MapTuple(lambda i, t: (i, pack_tree(t)))
                      | "Group by document node" >> beam.GroupByKey()
                      | "Summarize documents" >> beam.ParDo(_DocumentGroupDoFn(self._config), folder_ids)
                      .with_outputs(UP, main="nodes"))

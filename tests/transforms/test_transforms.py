@@ -1,6 +1,9 @@
 """Each transform in a real Beam pipeline (TestPipeline + assert_that)."""
 from __future__ import annotations
 
+import pickle
+import zlib
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -11,6 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.config import BuildConfig, EmbeddingConfig
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask
+from vdgr_core.indexing.per_document import DocumentTree, pack_tree, unpack_tree
 from schemas.tables import COOCCURS
 from transforms.directories import SummarizeDirectories
 from transforms.documents import SKIPPED, ReadTasks
@@ -229,3 +233,18 @@ def test_staged_rows_are_bounded_files_listed_with_their_digests(tmp_path):
 
 if __name__ == "__main__":
     pytest.main([__file__])
+
+
+def test_a_packed_document_tree_reads_back_equal_and_is_smaller():
+    nodes = tuple(DirectoryNode(node_id=f"{i:032x}", full_path=("manual", "Galaxy", f"Section {i}"),
+                                parent_id=f"{i // 4:032x}", domain="manual", collection="", version="",
+                                title=f"Section {i}", level=3, kind="section", acl=("staff",), source="manual/a.md")
+                  for i in range(40))
+    chunks = tuple((f"{i % 40:032x}", i, f"How to set up feature {i} of the phone in settings.", ("staff",))
+                   for i in range(200))
+    tree = DocumentTree(nodes, chunks)
+    packed = pack_tree(tree)
+    assert unpack_tree(packed) == tree
+    assert len(packed) < len(pickle.dumps(tree)) / 3
+    with pytest.raises(TypeError):
+        unpack_tree(zlib.compress(pickle.dumps({"not": "a tree"})))
