@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
@@ -21,6 +20,7 @@ from schemas.config import BuildConfig
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.ids import stable_id
+from vdgr_core.memory import release_unused_memory
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
@@ -90,26 +90,6 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
             f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
             f" {len(scan.rejected)} refused by the scan)")
         return execute_build(config, scan, beam_args, say, t0=t0)
-
-
-def release_unused_memory() -> None:
-    """Give the memory the finished pipeline freed back to the system before the commit.
-
-    An in-process runner's stage buffers are freed when the pipeline ends, but glibc keeps
-    freed heap pages and Arrow's pool its free blocks, so the commit would start from the
-    pipeline's peak (at 1M chunks the two added up to the build's peak RSS)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        pa.default_memory_pool().release_unused()
-    except (AttributeError, NotImplementedError):  # pragma: no cover - older pyarrow
-        pass
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:

@@ -1,9 +1,10 @@
 """The query layout of one domain: memory-mapped arrays and a document store, written at commit.
 
 The query side never loads a table. Everything it needs besides the LanceDB vector indexes
-(searches across many domains) and the tantivy shards sits in one folder per domain, ``layout/<domain>/<digest>/``, named by the
-manifest (``layouts``) and opened in O(1): ``.npy`` arrays with ``np.load(mmap_mode="r")`` and
-Arrow IPC files through ``pyarrow.memory_map``. Pages are read when a query touches them.
+(searches across many domains) and the tantivy shards sits in one folder per domain,
+``layout/<domain>/<digest>/``, named by the manifest (``layouts``) and opened in O(1): ``.npy``
+arrays with ``np.load(mmap_mode="r")`` and Arrow IPC files through ``pyarrow.memory_map``. Pages
+are read when a query touches them.
 
 Local numbering: contents, directories and entities are numbered by their sorted ids
 (``chunk_id``, ``node_id``, ``entity_id``); sections (the evidence unit: one parent directory
@@ -157,12 +158,12 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
     return ref
 
 
-def _npy_bytes(arr: np.ndarray) -> bytes:
+def _npy_bytes(arr: np.ndarray) -> memoryview:
     import io
 
     out = io.BytesIO()
     np.save(out, arr, allow_pickle=False)
-    return out.getvalue()
+    return out.getbuffer()          # the buffer itself, not a copy (a vectors file is ~70 MB)
 
 
 def layout_format(folder: str) -> int:

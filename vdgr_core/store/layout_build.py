@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from scipy import sparse
 
 from schemas import tables as T
+from vdgr_core.memory import release_unused_memory
 from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
@@ -354,8 +355,11 @@ def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterab
         if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
             continue
         arrays, stores, meta = assemble(domain, rows, _aligned(rows, vectors), options)
+        del rows, vectors
         out[domain] = publish_layout(index_root, domain, arrays, stores, meta)
         _log.debug("layout of %s: %s", domain, out[domain].folder)
+        del arrays, stores
+        release_unused_memory()          # the next domain starts from this one's base, not its peak
     failpoint("commit.layouts_published")
     return out
 

@@ -311,4 +311,5 @@ def apply_delta(rows: DomainRows, delta: DomainDelta) -> DomainRows:
 
 __all__ = ["DomainRows", "DomainDelta", "EdgeList", "Postings", "domain_rows", "rows_of_layout", "apply_delta",
            "label_postings", "normalize_contents", "normalize_directories", "normalize_entities", "edge_list",
-           "column", "strings", "lists", "ids_of", "vector_matrix", "VECTOR", "CONTENT_ROWS", "DIRECTORY_ROWS", "ENTITY_ROWS"]
+           "column", "strings", "lists", "ids_of", "vector_matrix", "VECTOR", "CONTENT_ROWS", "DIRECTORY_ROWS",
+           "ENTITY_ROWS"]
