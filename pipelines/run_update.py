@@ -22,11 +22,21 @@ from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
+from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
+from vdgr_core.store.domain_layout import layout_format
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.reader import IndexReader
 
 _log = logging.getLogger("vdgr.update")
+
+
+def _stale_layouts(reader: IndexReader) -> list[str]:
+    """Domains whose query layout is missing or of an older format (an index written by an
+    older version): an update writes them even when no document changed."""
+    m = reader.manifest
+    missing = [d.name for d in m.domains if d.name not in m.layouts and d.n_chunks]
+    return sorted(set(missing) | {d for d in m.layouts if layout_format(reader.layout_folder(d)) != LAYOUT_FORMAT})
 
 
 def _stores_update_columns(reader: IndexReader) -> bool:
@@ -90,9 +100,12 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=config_changed)
     say(plan.summary())
-    if plan.empty:
+    stale = _stale_layouts(reader)
+    if plan.empty and not stale:
         remember_file_stats(config.index, scan, current, plan)
         return UpdateReport(plan, None, time.perf_counter() - t0)
+    if plan.empty:
+        say(f"no document changed; writing the query layouts of {len(stale)} domains in this version's format")
     if not plan.config_changed and reader.manifest.incremental and _stores_update_columns(reader):
         report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
     else:

@@ -158,3 +158,19 @@ def test_update_rewrites_layouts_of_an_older_format_from_the_tables(tmp_path, mo
     for d in after.manifest.layouts:
         lay = DomainLayout(after.layout_folder(d))
         assert layout_format(lay.folder) == LAYOUT_FORMAT and lay.vectors("content").shape[0] == lay.nc
+
+
+def test_update_without_a_changed_document_still_writes_layouts_of_an_older_format(tmp_path, monkeypatch):
+    corpus, live, fresh = write_corpus(str(tmp_path / "c"), _files(6)), str(tmp_path / "live"), str(tmp_path / "fresh")
+    _age(corpus)
+    with monkeypatch.context() as m:          # the build of an older version
+        m.setattr(domain_layout, "FORMAT", 1)
+        run_build(_cfg(corpus, live))
+    _strip_vectors(live)
+    report = run_update(_cfg(corpus, live))
+    assert report.plan.empty and report.build is not None
+    run_build(_cfg(corpus, fresh))
+    after = IndexReader(live)
+    assert after.manifest.layouts == IndexReader(fresh).manifest.layouts
+    assert all(layout_format(after.layout_folder(d)) == LAYOUT_FORMAT for d in after.manifest.layouts)
+    assert run_update(_cfg(corpus, live)).build is None       # nothing left to write
