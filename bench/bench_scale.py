@@ -399,6 +399,9 @@ def render(report: dict) -> str:
                   + (f"; open, query RSS, latency and ANN recall: `{r['query_command']}` at {r['query_commit']}, "
                      f"{r['query_date']} (on the index that run built, after its 1% update and any later ones)"
                      if r.get("query_command") else "")
+                  + (f"; 1% update: `{r['update_command']}` at {r['update_commit']}, {r['update_date']} (on the "
+                     "index and corpus as the earlier runs left them, its ratio to the build above)"
+                     if r.get("update_command") else "")
                   for r in rows]
         lines += [""]
     lines += ["| chunks | documents | build s | chunks/s | build peak RSS MB (driver / children) | index MB | "
@@ -453,6 +456,10 @@ def main(argv=None) -> int:
                          "index_<size>, as the last run left it: built, then updated) and replace those "
                          "fields of the size's row in the last report; the row names this command too, "
                          "the block's header names this command and commit")
+    ap.add_argument("--update-only", action="store_true",
+                    help="measure the 1%% update again on each size's existing index and corpus (another "
+                         "paragraph appended to every 100th document) and replace the update fields of the "
+                         "size's row in the last report; its ratio is to the build that row measured")
     a = ap.parse_args(argv)
     sizes = [s for s in a.sizes.split(",") if s]
     unknown = [s for s in sizes if s not in SIZES]
@@ -466,6 +473,8 @@ def main(argv=None) -> int:
     command = "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:])
     if a.query_only:
         return requery(a, sizes, command)
+    if a.update_only:
+        return reupdate(a, sizes, command)
     results = []
     for label in sizes:
         print(f"[bench_scale] {label} ...", flush=True)
@@ -498,6 +507,38 @@ def requery(a, sizes: list[str], command: str) -> int:
         rows[label].update({k: q[k] for k in QUERY_FIELDS}, query_command=command, query_commit=commit(),
                            query_date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
         print(json.dumps(rows[label]), flush=True)
+    write_report(a, command, [rows[s] for s in SIZES if s in rows], report.get("not_run", []))
+    return 0
+
+
+UPDATE_FIELDS = ("update_documents", "update_s", "update_ratio", "update_driver_peak_mb", "update_rusage_peak_mb",
+                 "update_stages_s")
+
+
+def reupdate(a, sizes: list[str], command: str) -> int:
+    """``--update-only``: the update fields of each size's row measured again on its index."""
+    from bench.grow_corpus import change_documents
+    from bench.run_eval import commit
+
+    report = json.loads(a.out.read_text())
+    rows = {r["size"]: r for r in report["results"]}
+    for label in sizes:
+        index, corpus = a.work / f"index_{label}", a.work / f"corpus_{label}"
+        if label not in rows or not (index / "manifest.json").exists() or not corpus.is_dir():
+            raise SystemExit(f"no row, index or corpus for {label}: run the full measurement first")
+        (a.work / f"corpus_{label}.stamp.json").unlink(missing_ok=True)     # the corpus changes
+        tag = "R" + time.strftime("%H%M%S", time.gmtime())                  # a change not made before
+        changed = change_documents(corpus, 100, tag)
+        print(f"[bench_scale] update of {len(changed)} documents on {index} ...", flush=True)
+        log = a.work / "logs" / f"update_{label}.log"
+        update = measured_run([*_vdgr(), "update", str(corpus), "--index", str(index), "-q"], log)
+        row = rows[label]
+        row.update(update_documents=len(changed), update_s=update["wall_s"],
+                   update_ratio=round(update["wall_s"] / row["build_s"], 3),
+                   update_driver_peak_mb=update["driver_peak_mb"], update_rusage_peak_mb=update["rusage_peak_mb"],
+                   update_stages_s=stages_of(log), update_command=command, update_commit=commit(),
+                   update_date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        print(json.dumps(row), flush=True)
     write_report(a, command, [rows[s] for s in SIZES if s in rows], report.get("not_run", []))
     return 0
 

@@ -85,3 +85,51 @@ def test_a_row_measured_again_names_the_query_command():
     text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
     assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; open, query RSS, latency and "
             "ANN recall: `python -m bench.bench_scale --query-only` at bbb, d2") in text
+
+
+def test_a_row_whose_update_was_measured_again_names_the_update_command():
+    lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES}
+    row = {"size": "10k", "chunks": 10537, "documents": 1161, "build_s": 29.6, "chunks_per_s": 356,
+           "build_driver_peak_mb": 849, "build_children_peak_mb": 0, "index_mb": 129.8, "open_s": 0.005,
+           "query_peak_mb": 305, "update_s": 5.8, "update_ratio": 0.196, "update_driver_peak_mb": 362, "latency": lat,
+           "ann_recall_at_10": {"contents": {"index": {"scoped": "exact", "unscoped": "exact"}},
+                                "directories": {"index": {"scoped": "exact", "unscoped": "exact"}}},
+           "command": "python -m bench.bench_scale --sizes 10k", "commit": "aaa", "date": "d1",
+           "update_command": "python -m bench.bench_scale --update-only", "update_commit": "ccc",
+           "update_date": "d3"}
+    text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
+    assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; 1% update: "
+            "`python -m bench.bench_scale --update-only` at ccc, d3") in text
+
+
+def test_update_only_measures_the_update_again_and_keeps_the_build(tmp_path, monkeypatch):
+    import json
+
+    from bench import bench_scale
+
+    corpus, index = tmp_path / "corpus_10k", tmp_path / "index_10k"
+    (corpus / "d").mkdir(parents=True)
+    for i in range(3):
+        (corpus / "d" / f"a{i}.md").write_text(f"# A{i}\n\nText {i}.\n", encoding="utf-8")
+    index.mkdir()
+    (index / "manifest.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "scale.json"
+    out.write_text(json.dumps({"results": [{"size": "10k", "build_s": 20.0, "update_s": 9.0}], "not_run": []}))
+    calls = []
+
+    def fake_run(cmd, log):
+        calls.append(cmd)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("  stages (s)    scan_s 0.1, commit_s 0.4\n", encoding="utf-8")
+        return {"wall_s": 1.0, "driver_peak_mb": 100, "rusage_peak_mb": 101}
+
+    monkeypatch.setattr(bench_scale, "measured_run", fake_run)
+    monkeypatch.setattr(bench_scale, "write_report", lambda a, command, results, not_run: out.write_text(
+        json.dumps({"results": results})))
+    assert bench_scale.main(["--sizes", "10k", "--update-only", "--work", str(tmp_path), "--out", str(out)]) == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert calls and calls[0][-4:] == [str(corpus), "--index", str(index), "-q"] and "update" in calls[0]
+    assert row["build_s"] == 20.0 and row["update_s"] == 1.0 and row["update_ratio"] == 0.05
+    assert row["update_stages_s"] == {"scan_s": 0.1, "commit_s": 0.4}
+    assert row["update_command"].startswith("python -m bench.bench_scale --sizes 10k --update-only")
+    assert "Service bulletin" in (corpus / "d" / "a0.md").read_text(encoding="utf-8")
