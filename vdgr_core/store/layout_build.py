@@ -359,7 +359,7 @@ def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterab
         out[domain] = publish_layout(index_root, domain, arrays, stores, meta)
         _log.debug("layout of %s: %s", domain, out[domain].folder)
         del arrays, stores
-        release_unused_memory()          # the next domain starts from this one's base, not its peak
+        release_unused_memory(collect=False)      # the next domain starts from this one's base
     failpoint("commit.layouts_published")
     return out
 
