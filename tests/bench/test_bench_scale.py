@@ -73,30 +73,27 @@ def _empty(tmp_path):
     return p
 
 
-def test_a_row_measured_again_names_the_query_command():
+def _row(**extra) -> dict:
+    """A 10k row of the report, measured by ``--sizes 10k`` at commit aaa, date d1."""
     lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES}
-    row = {"size": "10k", "chunks": 10537, "documents": 1161, "build_s": 29.6, "chunks_per_s": 356,
-           "build_driver_peak_mb": 849, "build_children_peak_mb": 0, "index_mb": 129.8, "open_s": 0.005,
-           "query_peak_mb": 305, "update_s": 5.8, "update_ratio": 0.196, "update_driver_peak_mb": 362, "latency": lat,
-           "ann_recall_at_10": {"contents": {"index": {"scoped": "exact", "unscoped": "exact"}},
-                                "directories": {"index": {"scoped": "exact", "unscoped": "exact"}}},
-           "command": "python -m bench.bench_scale --sizes 10k", "commit": "aaa", "date": "d1",
-           "query_command": "python -m bench.bench_scale --query-only", "query_commit": "bbb", "query_date": "d2"}
+    return {"size": "10k", "chunks": 10537, "documents": 1161, "build_s": 29.6, "chunks_per_s": 356,
+            "build_driver_peak_mb": 849, "build_children_peak_mb": 0, "index_mb": 129.8, "open_s": 0.005,
+            "query_peak_mb": 305, "update_s": 5.8, "update_ratio": 0.196, "update_driver_peak_mb": 362,
+            "latency": lat,
+            "ann_recall_at_10": {"contents": {"index": {"scoped": "exact", "unscoped": "exact"}},
+                                 "directories": {"index": {"scoped": "exact", "unscoped": "exact"}}},
+            "command": "python -m bench.bench_scale --sizes 10k", "commit": "aaa", "date": "d1", **extra}
+
+
+def test_a_row_measured_again_names_the_query_command():
+    row = _row(query_command="python -m bench.bench_scale --query-only", query_commit="bbb", query_date="d2")
     text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
     assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; open, query RSS, latency and "
             "ANN recall: `python -m bench.bench_scale --query-only` at bbb, d2") in text
 
 
 def test_a_row_whose_update_was_measured_again_names_the_update_command():
-    lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES}
-    row = {"size": "10k", "chunks": 10537, "documents": 1161, "build_s": 29.6, "chunks_per_s": 356,
-           "build_driver_peak_mb": 849, "build_children_peak_mb": 0, "index_mb": 129.8, "open_s": 0.005,
-           "query_peak_mb": 305, "update_s": 5.8, "update_ratio": 0.196, "update_driver_peak_mb": 362, "latency": lat,
-           "ann_recall_at_10": {"contents": {"index": {"scoped": "exact", "unscoped": "exact"}},
-                                "directories": {"index": {"scoped": "exact", "unscoped": "exact"}}},
-           "command": "python -m bench.bench_scale --sizes 10k", "commit": "aaa", "date": "d1",
-           "update_command": "python -m bench.bench_scale --update-only", "update_commit": "ccc",
-           "update_date": "d3"}
+    row = _row(update_command="python -m bench.bench_scale --update-only", update_commit="ccc", update_date="d3")
     text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
     assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; 1% update: "
             "`python -m bench.bench_scale --update-only` at ccc, d3") in text
