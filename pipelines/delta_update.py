@@ -578,8 +578,8 @@ class _RowUpdate:
         from the committed tables); the others kept."""
         m = self._reader.manifest
         folders = {d: self._reader.layout_folder(d) for d in m.layouts}
-        # a layout of an older format (without vectors, say) is read from the tables again
-        stale = {d for d, f in folders.items() if layout_format(f) != LAYOUT_FORMAT}
+        # a layout missing or of an older format (without vectors, say) is read from the tables
+        stale = set(stale_layouts(self._reader))
         redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
         out = {d: ref for d, ref in m.layouts.items() if d not in redo}
         latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
@@ -609,6 +609,14 @@ class _RowUpdate:
         new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
                           n_docs[d], self._n_chunks_after.get(d, 0)) for d in sorted(present)]
         return keep + new
+
+
+def stale_layouts(reader: IndexReader) -> list[str]:
+    """Domains whose query layout is missing or of an older format (an index written by an
+    older version): an update writes them from the tables, even when no document changed."""
+    m = reader.manifest
+    missing = {d.name for d in m.domains if d.name not in m.layouts and d.n_chunks}
+    return sorted(missing | {d for d in m.layouts if layout_format(reader.layout_folder(d)) != LAYOUT_FORMAT})
 
 
 class _OpenedOnUse(Mapping):
@@ -669,4 +677,4 @@ def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Tab
     return TableWrite(name, table.version, table.count_rows()), deleted, added.num_rows
 
 
-__all__ = ["apply_document_delta", "UpdateWrites"]
+__all__ = ["apply_document_delta", "stale_layouts", "UpdateWrites"]

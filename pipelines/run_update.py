@@ -15,28 +15,18 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from pipelines.delta_update import apply_document_delta
+from pipelines.delta_update import apply_document_delta, stale_layouts
 from pipelines.run_build import BuildReport, execute_build, run_build
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
-from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
-from vdgr_core.store.domain_layout import layout_format
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.reader import IndexReader
 
 _log = logging.getLogger("vdgr.update")
-
-
-def _stale_layouts(reader: IndexReader) -> list[str]:
-    """Domains whose query layout is missing or of an older format (an index written by an
-    older version): an update writes them even when no document changed."""
-    m = reader.manifest
-    missing = [d.name for d in m.domains if d.name not in m.layouts and d.n_chunks]
-    return sorted(set(missing) | {d for d in m.layouts if layout_format(reader.layout_folder(d)) != LAYOUT_FORMAT})
 
 
 def _stores_update_columns(reader: IndexReader) -> bool:
@@ -100,7 +90,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=config_changed)
     say(plan.summary())
-    stale = _stale_layouts(reader)
+    stale = stale_layouts(reader)
     if plan.empty and not stale:
         remember_file_stats(config.index, scan, current, plan)
         return UpdateReport(plan, None, time.perf_counter() - t0)
