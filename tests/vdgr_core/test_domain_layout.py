@@ -10,7 +10,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
 from tests.support.corpus import write_corpus
 from vdgr_core.labels import label_key, label_stems
-from vdgr_core.store.domain_layout import STORE_FILES, DomainLayout
+from vdgr_core.store.domain_layout import FORMAT, STORE_FILES, DomainLayout
 from vdgr_core.store.location import COMPLETE_MARKER
 from vdgr_core.store.reader import IndexReader
 
@@ -133,6 +133,19 @@ def test_layout_folders_are_named_by_their_content(index, tmp_path):
     run_build(BuildConfig(corpus=os.path.join(os.path.dirname(index), "corpus"), index=again,
                           embedding=EmbeddingConfig(kind="hashing")))
     assert IndexReader(again).manifest.layouts == reader.manifest.layouts
+
+
+def test_a_layout_folder_name_is_the_digest_of_the_files_it_holds(index):
+    import hashlib
+
+    reader, layouts = _layouts(index)
+    for d, lay in layouts.items():
+        h = hashlib.sha256(f"layout {FORMAT}\x1f{d}".encode("utf-8"))
+        for name in sorted(set(os.listdir(lay.folder)) - {COMPLETE_MARKER}):
+            with open(os.path.join(lay.folder, name), "rb") as f:
+                data = f.read()
+            h.update(name.encode("utf-8") + len(data).to_bytes(8, "little") + data)
+        assert os.path.basename(lay.folder) == h.hexdigest()[:24]
 
 
 def test_an_update_patches_the_previous_layout_and_equals_a_rebuild(tmp_path, monkeypatch):

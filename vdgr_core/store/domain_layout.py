@@ -110,19 +110,28 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as w:
+def _write_ipc(f, table: pa.Table) -> None:
+    with ipc.new_file(f, table.schema) as w:
         for batch in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
             w.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+
+
+def _hash_file(h, name: str, path: str, block: int = 1 << 23) -> None:
+    """Add a written file to the folder's digest: its name, its length, then its bytes (read
+    back in blocks, so no file is held in memory whole: a vectors file is ~50 MB a domain at
+    1M chunks)."""
+    h.update(name.encode("utf-8") + os.path.getsize(path).to_bytes(8, "little"))
+    with open(path, "rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
 
 
 def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray],
                    stores: Mapping[str, pa.Table], meta: dict) -> LayoutRef:
     """Write one domain's layout folder whole (named by the digest of its files) and return its
-    reference. Each file is written to a temporary folder as it is serialized (one file in
-    memory at a time); a folder already published with the same content is kept."""
+    reference. Each file is written to a temporary folder as it is serialized, then read back
+    into the digest (no file's bytes are held in memory); a folder already published with the
+    same content is kept."""
     meta = {**meta, "format": FORMAT, "domain": domain}
     counts = meta["counts"]
     loc = IndexLocation(index_root)
@@ -132,19 +141,18 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
     tmp = tempfile.mkdtemp(prefix=".building-" if parent else "vdgr-layout-", dir=parent)
     try:
         h = hashlib.sha256(f"layout {FORMAT}\x1f{domain}".encode("utf-8"))
-        writers = {**{name + ".npy": (lambda a=arrays[name]: _npy_bytes(np.ascontiguousarray(a)))
+        writers = {**{name + ".npy": (lambda f, a=arrays[name]: np.save(f, np.ascontiguousarray(a),
+                                                                           allow_pickle=False))
                       for name in arrays},
-                   **{name + ".arrow": (lambda t=stores[name]: _ipc_bytes(t)) for name in stores},
-                   "meta.json": lambda: json.dumps(meta, sort_keys=True).encode("utf-8")}
+                   **{name + ".arrow": (lambda f, t=stores[name]: _write_ipc(f, t)) for name in stores},
+                   "meta.json": lambda f: f.write(json.dumps(meta, sort_keys=True).encode("utf-8"))}
         for name in sorted(writers):
-            data = writers[name]()
-            h.update(name.encode("utf-8") + len(data).to_bytes(8, "little"))
-            h.update(data)
-            with open(os.path.join(tmp, name), "wb") as f:
-                f.write(data)
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                writers[name](f)
                 f.flush()
                 os.fsync(f.fileno())
-            del data
+            _hash_file(h, name, path)
         rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
         ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
                         counts["documents"])
@@ -156,14 +164,6 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return ref
-
-
-def _npy_bytes(arr: np.ndarray) -> memoryview:
-    import io
-
-    out = io.BytesIO()
-    np.save(out, arr, allow_pickle=False)
-    return out.getbuffer()          # the buffer itself, not a copy (a vectors file is ~70 MB)
 
 
 def layout_format(folder: str) -> int:

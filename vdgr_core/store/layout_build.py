@@ -23,7 +23,7 @@ from vdgr_core.memory import release_unused_memory
 from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
-                                         rows_of_layout, vector_matrix)
+                                         rows_of_layout)
 
 _log = logging.getLogger("vdgr.store")
 
@@ -227,8 +227,7 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
         "label_keys": label_keys.astype(np.uint64), "label_ptr": np.append(first, len(p.keys)).astype(np.int64),
         "label_dirs": p.dirs.astype(np.int32), "label_tf": p.tfs.astype(np.float32), "label_len": p.lengths,
     }
-    for name, table in (("content_vectors", contents), ("dir_vectors", directories)):
-        vectors = vector_matrix(table)
+    for name, vectors in (("content_vectors", rows.content_vectors), ("dir_vectors", rows.dir_vectors)):
         if vectors is not None:
             arrays[name] = vectors
 
