@@ -23,6 +23,7 @@ from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
 from vdgr_core.store.file_stats import FileStatsCache
+from vdgr_core.store.lance_store import DRIVER_CACHE_BYTES
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.reader import IndexReader
 
@@ -78,7 +79,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
                    settings_change: bool) -> UpdateReport:
     """The update, once this process holds the index lock (the manifest read is the latest)."""
     try:
-        reader = IndexReader(config.index)
+        reader = IndexReader(config.index, cache_bytes=DRIVER_CACHE_BYTES)
     except IndexError_:
         say("no committed index yet: running a full build")
         report = run_build(config, beam_args, progress)

@@ -29,13 +29,17 @@ class IndexReader:
         are read, at the versions the manifest names; a concurrent update never changes what
         this view sees. BM25 shards of a remote index are copied once into a local cache
         (``VDGR_SHARD_CACHE``, default ``~/.cache/vdgr/shards``): they are named by content.
+    cache_bytes:
+        Lance's cache sizes for this view (:func:`vdgr_core.store.lance_store.connect`):
+        ``None`` (default) keeps Lance's defaults, for a query process; an update's driver
+        passes ``DRIVER_CACHE_BYTES``.
     """
 
-    def __init__(self, index_dir: str):
+    def __init__(self, index_dir: str, cache_bytes: Optional[int] = None):
         self.index_dir = index_dir
         self.manifest: Manifest = read_manifest(index_dir)
         self._location = IndexLocation(index_dir)
-        self._db = connect(index_dir)
+        self._db = connect(index_dir, cache_bytes=cache_bytes)
         self._tables: dict[str, object] = {}
         self._arrow: dict[tuple, pa.Table] = {}
         self._shards: dict[str, ShardSearcher | MultiShardSearcher] = {}
