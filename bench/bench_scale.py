@@ -12,8 +12,9 @@ versions (``bench/grow_corpus.py``: 1, 10 or 100 versions) and, each step a fres
   in-process runner with the hashing embedder: its workers run in the driver), index size;
 - a query process: ``KnowledgeBase.open`` time, then the 50 S10 questions (S10 domain given)
   once per route configuration (``bm25``, ``dense``, ``hybrid``, ``toc``, ``graph``, ``all
-  routes``), interleaved question by question; p50 / p95 of ``trace.timings_ms.total`` (query
-  embedding included) and the process's peak RSS;
+  routes``), interleaved question by question, then under ``default`` and ``all routes`` with
+  no domain given (routing scores every domain); p50 / p95 of ``trace.timings_ms.total``
+  (query embedding included) and the process's peak RSS;
 - ANN recall@10: for the S10 questions' vectors, the contents (and directories) table's top 10
   through its vector index against an exact scan (``bypass_vector_index``), scope-free; "exact"
   when the table is below ``StoreConfig.vector_index_min_rows`` and has no index;
@@ -154,6 +155,7 @@ def questions() -> list[str]:
 # run in a fresh process: open time, per-route latency, peak RSS, ANN recall@10
 _QUERY = r"""
 import json, sys, time
+UNSCOPED = ("default", "all routes")
 t0 = time.perf_counter()
 import numpy as np
 from schemas.config import EmbeddingConfig, QueryConfig
@@ -184,6 +186,11 @@ lat = {n: [] for n in kbs}
 for q in questions:
     for n, kb in kbs.items():
         lat[n].append(kb.query(q, domain=domain).trace.timings_ms["total"])
+# the same questions with no domain given: routing scores every domain (its directory search
+# covers all of them: through the vector index once they hold more than exact_max_rows rows)
+for n in UNSCOPED:
+    kbs[n].query(questions[0])
+    lat[n + " (no domain)"] = [kbs[n].query(q).trace.timings_ms["total"] for q in questions]
 # the query process's peak while answering (the recall measurement below scans whole tables
 # without the index, which no query does)
 answering_hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
@@ -354,7 +361,8 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
     return result
 
 
-ROUTES = ("bm25", "dense", "hybrid", "toc", "graph", "default", "all routes")
+ROUTES = ("bm25", "dense", "hybrid", "toc", "graph", "default", "all routes", "default (no domain)",
+          "all routes (no domain)")
 
 
 def _recall(rec) -> str:
@@ -376,7 +384,8 @@ def render(report: dict) -> str:
              f"- machine: `{report['machine']}` (shared with other developers; timings noisy)",
              "- corpus: EManual S10 + 32 manuals grown into N versions per manual (`bench/grow_corpus.py`); "
              "update: 1% of the documents (every 100th) get one paragraph; query: the 50 S10 questions, "
-             "domain given, one process, `trace.timings_ms.total` (query embedding included)",
+             "domain given (\"no domain\": the same questions without it, routing scores every domain), "
+             "one process, `trace.timings_ms.total` (query embedding included)",
              "- open: `KnowledgeBase.open` (reads the manifest; layouts are memory-mapped on first use); "
              "query RSS: the query process's peak (`VmHWM`, memory-mapped pages it touched included) "
              "after answering the questions under every configuration, before the recall measurement "

@@ -28,6 +28,19 @@ def test_render_lists_each_size_and_the_sizes_not_run():
     assert "| exact / exact | 0.99 / 0.97 | True |" in text
     assert "not run: 1m" in text
     assert text.count("1.0 / 2.0") == len(ROUTES)
+    assert "all routes (no domain) p50 / p95 ms" in text
+
+
+def test_a_row_measured_before_the_no_domain_columns_renders_a_dash_there():
+    lat = {n: {"p50_ms": 1.0, "p95_ms": 2.0, "n": 50} for n in ROUTES if "no domain" not in n}
+    row = {"chunks": 10537, "documents": 1161, "build_s": 43.0, "chunks_per_s": 245, "build_driver_peak_mb": 841,
+           "build_children_peak_mb": 0, "index_mb": 116.2, "open_s": 1.1, "query_peak_mb": 422, "update_s": 12.3,
+           "update_ratio": 0.286, "update_driver_peak_mb": 361,
+           "ann_recall_at_10": {"contents": {"scoped": "exact", "unscoped": "exact"},
+                                "directories": {"scoped": "exact", "unscoped": "exact"}}, "latency": lat}
+    text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
+    latency_row = [line for line in text.splitlines() if line.startswith("| 10,537 |") and "1.0 / 2.0" in line][0]
+    assert latency_row.endswith("| 1.0 / 2.0 | - | - |")
 
 
 def test_grown_versions_revise_some_paragraphs_and_never_headings():
