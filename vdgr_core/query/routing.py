@@ -285,26 +285,30 @@ class Router:
     def _offline(self, question, qvec, scope, names, trace, view: _View) -> RoutingDecision:
         qterms = terms(question)
         top = {n: self._top_text(n, scope, view) for n in names}
-        # best directory cosine per domain (one search; the scope is its prefilter)
-        best_cos = self._vectors.best_per_domain(T.DIRECTORIES, qvec, scope, names)
         bm25 = {}
         for n in names:
             shard = self._reader.shard(n)
             hits = shard.search(question, 1, scope.search.with_domains([n])) if shard else []
             bm25[n] = hits[0][1] if hits else 0.0
         bm_total = sum(bm25.values())
+        cheap = {n: {"name": view.matcher.match(question, n)[0], "text": overlap(qterms, top[n]),
+                     "bm25": bm25[n] / bm_total if bm_total > 0 else 0.0} for n in names}
+        # best directory cosine per domain, scanned exactly; when every domain's directories
+        # together pass the scan budget, only for the domains the cheap signals rank first
+        # (a cascade; the others' dense signal counts 0)
+        partial = {n: _W_NAME * p["name"] + _W_TEXT * p["text"] + _W_BM25 * p["bm25"] for n, p in cheap.items()}
+        dense_for = self._vectors.shortlist(T.DIRECTORIES, sorted(names, key=lambda n: (-partial[n], n)))
+        if len(dense_for) < len(names):
+            trace.step("routing", f"dense signal for the {len(dense_for)} of {len(names)} domains the names "
+                       "and BM25 rank first (the others' directories exceed the exact scan budget)",
+                       dense_for=dense_for)
+        best_cos = self._vectors.best_per_domain(T.DIRECTORIES, qvec, scope, dense_for)
         rows = []
         for n in names:
-            cos = float(best_cos.get(n, 0.0))
-            parts = {
-                "name": view.matcher.match(question, n)[0],
-                "text": overlap(qterms, top[n]),
-                "cos": max(cos, 0.0),
-                "bm25": bm25[n] / bm_total if bm_total > 0 else 0.0,
-            }
+            parts = {**cheap[n], "cos": max(float(best_cos.get(n, 0.0)), 0.0)}
             score = (_W_NAME * parts["name"] + _W_TEXT * parts["text"] + _W_COS * parts["cos"]
                      + _W_BM25 * parts["bm25"])
-            rows.append((n, score, parts))
+            rows.append((n, score, {k: parts[k] for k in ("name", "text", "cos", "bm25")}))
         probs = _softmax(np.array([r[1] for r in rows]))
         order = sorted(range(len(rows)), key=lambda i: (-probs[i], rows[i][0]))
         best = probs[order[0]]

@@ -137,3 +137,30 @@ def test_queries_answer_alike_on_both_paths(indexes):
         ra, rb = exact.query(question, k=3), indexed.query(question, k=3)
         assert [e.chunk_id for e in ra.evidence] == [e.chunk_id for e in rb.evidence]
     assert os.path.isdir(indexes[1])
+
+
+def test_the_shortlist_is_every_domain_that_fits_else_the_best_ranked_prefix(indexes):
+    kb = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING, exact_max_rows=0))
+    counts = {d: kb.data.count("dir", d) for d in ("hr", "net", "specs")}
+    assert kb.vectors.shortlist(T.DIRECTORIES, ["specs", "hr", "net"]) == ["specs"]   # at least one
+    budget = counts["net"] + counts["hr"]
+    two = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING, exact_max_rows=budget))
+    assert two.vectors.shortlist(T.DIRECTORIES, ["net", "hr", "specs"]) == ["net", "hr"]
+    exact = KnowledgeBase.open(indexes[0], QueryConfig(embedding=HASHING, exact_max_rows=0))
+    assert exact.vectors.shortlist(T.DIRECTORIES, ["specs", "hr", "net"]) == ["specs", "hr", "net"]  # no index
+
+
+def test_routing_over_more_rows_than_the_budget_scores_a_shortlist_without_the_vector_index(indexes):
+    kb = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING, exact_max_rows=kb_rows(indexes[1], "net")))
+    searched = []
+    original = kb.vectors._lance
+    kb.vectors._lance = lambda table, *a: searched.append(table) or original(table, *a)
+    r = kb.query("How do I reset the Orbit X2 router?")
+    assert T.DIRECTORIES not in searched
+    steps = [s for s in r.trace.steps if s.stage == "routing" and "dense signal" in s.message]
+    assert steps and steps[0].data["dense_for"] == ["net"]
+    assert r.routing[0].domain == "net"
+
+
+def kb_rows(index, domain):
+    return KnowledgeBase.open(index, QueryConfig(embedding=HASHING)).data.count("dir", domain)
