@@ -182,18 +182,27 @@ kbs = {name: KnowledgeBase(base.reader, base.data, QueryConfig(embedding=emb, **
 for kb in kbs.values():
     for q in questions[:3]:
         kb.query(q, domain=domain)
+def status_kb(field):
+    return [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(field + ":")][0]
+anon_peak = 0       # anonymous memory (what the process holds; RSS also counts mapped file pages)
+def timed(kb, q, dom):
+    global anon_peak
+    ms = kb.query(q, domain=dom).trace.timings_ms["total"]
+    anon_peak = max(anon_peak, status_kb("RssAnon"))
+    return ms
 lat = {n: [] for n in kbs}
 for q in questions:
     for n, kb in kbs.items():
-        lat[n].append(kb.query(q, domain=domain).trace.timings_ms["total"])
-# the same questions with no domain given: routing scores every domain (its directory search
-# covers all of them: through the vector index once they hold more than exact_max_rows rows)
+        lat[n].append(timed(kb, q, domain))
+# the query process's peak while answering with the domain given (the recall measurement below
+# scans whole tables without the index, which no query does)
+answering_hwm = status_kb("VmHWM")
+# the same questions with no domain given: routing scores every domain (a cascade once their
+# directories pass exact_max_rows rows, vdgr_core/query/routing.py)
 for n in UNSCOPED:
     kbs[n].query(questions[0])
-    lat[n + " (no domain)"] = [kbs[n].query(q).trace.timings_ms["total"] for q in questions]
-# the query process's peak while answering (the recall measurement below scans whole tables
-# without the index, which no query does)
-answering_hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+    lat[n + " (no domain)"] = [timed(kbs[n], q, None) for q in questions]
+no_domain_hwm = status_kb("VmHWM")
 
 def pct(v, p):
     v = sorted(v)
@@ -279,7 +288,8 @@ for table in recall:
                                            for lab in ("scoped", "unscoped")}
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
 print(json.dumps({"open_s": round(open_s, 3), "import_s": round(imported, 2), "open_rss_mb": open_rss,
-                  "query_peak_mb": round(answering_hwm / 1024), "recall_scan_peak_mb": round(hwm / 1024),
+                  "query_peak_mb": round(answering_hwm / 1024), "query_no_domain_peak_mb": round(no_domain_hwm / 1024),
+                  "query_anon_peak_mb": round(anon_peak / 1024), "recall_scan_peak_mb": round(hwm / 1024),
                   "latency": {n: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95), "n": len(v)} for n, v in lat.items()},
                   "ann_recall_at_10": recall, "ann": {"nprobes": cfg.ann_nprobes, "refine_factor": cfg.ann_refine_factor}}))
 """
@@ -293,7 +303,8 @@ def _count(index: Path, key: str) -> int:
     return int(json.loads((index / "manifest.json").read_text())["counts"].get(key, 0))
 
 
-QUERY_FIELDS = ("open_s", "import_s", "query_peak_mb", "recall_scan_peak_mb", "latency", "ann_recall_at_10")
+QUERY_FIELDS = ("open_s", "import_s", "query_peak_mb", "query_no_domain_peak_mb", "query_anon_peak_mb",
+                "recall_scan_peak_mb", "latency", "ann_recall_at_10")
 
 
 def measure_queries(index: Path, work: Path, label: str) -> dict:
@@ -376,6 +387,17 @@ def _recall(rec) -> str:
     return str(rec)
 
 
+def _query_rss(r: dict) -> str:
+    """The query process's peak RSS with the domain given; with none given and the peak of its
+    anonymous memory when measured (RSS counts the layout pages a process has mapped)."""
+    out = f"{r['query_peak_mb']:,}"
+    if r.get("query_no_domain_peak_mb") is not None:
+        out += f"; no domain {r['query_no_domain_peak_mb']:,}"
+    if r.get("query_anon_peak_mb") is not None:
+        out += f"; anonymous {r['query_anon_peak_mb']:,}"
+    return out
+
+
 def render(report: dict) -> str:
     """Markdown block of the scale report."""
     lines = ["### scale (hashing embedder, in-process runner)", "",
@@ -388,8 +410,11 @@ def render(report: dict) -> str:
              "one process, `trace.timings_ms.total` (query embedding included)",
              "- open: `KnowledgeBase.open` (reads the manifest; layouts are memory-mapped on first use); "
              "query RSS: the query process's peak (`VmHWM`, memory-mapped pages it touched included) "
-             "after answering the questions under every configuration, before the recall measurement "
-             "(whose exact scans read whole tables, which no query does: `recall_scan_peak_mb` in the JSON)",
+             "after answering the questions under every configuration with the domain given; \"no domain\": "
+             "after the questions without it too; \"anonymous\": the largest `RssAnon` read after each "
+             "question (what the process holds; the rest is file pages the kernel can drop); all before the "
+             "recall measurement (whose exact scans read whole tables, which no query does: "
+             "`recall_scan_peak_mb` in the JSON)",
              "- ANN recall@10 against an exact scan of the same rows and prefilter, a row counting when its "
              "distance is within 1e-6 of the exact 10th (ann-benchmarks; versions repeat texts, so equal "
              "distances are interchangeable): first the index alone (limit 10, the query side's `ann_nprobes`, "
@@ -422,7 +447,7 @@ def render(report: dict) -> str:
         lines.append(
             f"| {r['chunks']:,} | {r['documents']:,} | {r['build_s']} | {r['chunks_per_s']} | "
             f"{r['build_driver_peak_mb']:,} / {r['build_children_peak_mb']:,} | {r['index_mb']:,} | {r['open_s']} | "
-            f"{r['query_peak_mb']:,} | {r['update_s']} | {r['update_ratio']} | {r['update_driver_peak_mb']:,} | "
+            f"{_query_rss(r)} | {r['update_s']} | {r['update_ratio']} | {r['update_driver_peak_mb']:,} | "
             f"{_recall(rec['contents'])} | {_recall(rec['directories'])} | "
             f"{r.get('update_equals_rebuild', 'not checked')} |")
     lines += ["", "| chunks | " + " | ".join(f"{n} p50 / p95 ms" for n in ROUTES) + " |",

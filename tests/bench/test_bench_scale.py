@@ -29,6 +29,15 @@ def test_render_lists_each_size_and_the_sizes_not_run():
     assert "not run: 1m" in text
     assert text.count("1.0 / 2.0") == len(ROUTES)
     assert "all routes (no domain) p50 / p95 ms" in text
+    assert "| 422 | 12.3 |" in text                    # a row measured before the split: one figure
+
+
+def test_the_query_rss_shows_the_no_domain_peak_and_the_anonymous_part():
+    from bench.bench_scale import _query_rss
+
+    assert _query_rss({"query_peak_mb": 313, "query_no_domain_peak_mb": 4106, "query_anon_peak_mb": 1234}) == \
+        "313; no domain 4,106; anonymous 1,234"
+    assert _query_rss({"query_peak_mb": 313}) == "313"
 
 
 def test_a_row_measured_before_the_no_domain_columns_renders_a_dash_there():
