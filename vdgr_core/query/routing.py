@@ -305,10 +305,12 @@ class Router:
         best_cos = self._vectors.best_per_domain(T.DIRECTORIES, qvec, scope, dense_for)
         rows = []
         for n in names:
-            parts = {**cheap[n], "cos": max(float(best_cos.get(n, 0.0)), 0.0)}
+            c = cheap[n]
+            parts = {"name": c["name"], "text": c["text"], "cos": max(float(best_cos.get(n, 0.0)), 0.0),
+                     "bm25": c["bm25"]}
             score = (_W_NAME * parts["name"] + _W_TEXT * parts["text"] + _W_COS * parts["cos"]
                      + _W_BM25 * parts["bm25"])
-            rows.append((n, score, {k: parts[k] for k in ("name", "text", "cos", "bm25")}))
+            rows.append((n, score, parts))
         probs = _softmax(np.array([r[1] for r in rows]))
         order = sorted(range(len(rows)), key=lambda i: (-probs[i], rows[i][0]))
         best = probs[order[0]]
