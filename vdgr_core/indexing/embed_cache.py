@@ -1,6 +1,14 @@
-"""Embedding with a content-hash cache, so unchanged texts are never embedded twice."""
+"""Embedding with a content-hash cache, so unchanged texts are never embedded twice.
+
+The cache is the ``embedding_cache`` LanceDB table of an index: one row per key (the sha256 of
+model and text, :func:`vdgr_core.embedding.embedding_key`), found through a BTree on ``key``.
+Writes offer rows and add the keys the table does not hold yet, each once: a versioned corpus
+repeats most of its texts, and rows offered twice (two versions embedded in one build) would
+make the table, and every lookup, grow with the repetitions.
+"""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -18,6 +26,12 @@ class EmbeddedBatch:
     computed: tuple[bool, ...]   # False where the vector came from the cache
 
 
+# Lance's cache for the lookup connection: the ``key`` BTree's pages must stay in it (~40 bytes a
+# key: 54 MB at 1.3M keys), or each lookup reads the index again. With the driver's 64 MiB a 1M-chunk
+# update's 22 lookups of ~1,000 keys took 0.1-0.2 s each; with room for the index, 0.03 s.
+LOOKUP_CACHE_BYTES = 256 << 20
+
+
 class EmbeddingCache:
     """Read side of the ``embedding_cache`` LanceDB table of an index (may not exist yet)."""
 
@@ -26,7 +40,7 @@ class EmbeddingCache:
         if index_uri:
             from vdgr_core.store.lance_store import connect, has_table
 
-            db = connect(index_uri)
+            db = connect(index_uri, cache_bytes=LOOKUP_CACHE_BYTES)
             if has_table(db, T.EMBEDDING_CACHE):
                 self._table = db.open_table(T.EMBEDDING_CACHE)
 
@@ -63,8 +77,53 @@ def embed_with_cache(get_embedder: Callable[[], object], dim: int, cache: Embedd
     return EmbeddedBatch(tuple(keys), out, tuple(computed))
 
 
+class _FirstOffers:
+    """Which rows of a stream of cache rows offer a key for the first time.
+
+    Keys are remembered by their first 64 bits (sha256 hex keys: 8 bytes a key) in sorted runs
+    merged like a binary counter, so the memory is bounded by the stream's distinct keys and the
+    work is O(n log n). Two keys sharing a prefix only make the second a cache miss later (its
+    text is embedded again), never a wrong vector.
+    """
+
+    def __init__(self):
+        self._runs: list[np.ndarray] = []
+
+    @staticmethod
+    def _prefixes(keys: pa.Array) -> np.ndarray:
+        keys = keys.to_pylist()
+        try:
+            raw = bytes.fromhex("".join(k[:16].rjust(16, "0") for k in keys))
+        except ValueError:                       # not hex digests: 8 bytes of a digest of each
+            raw = b"".join(hashlib.blake2b(k.encode("utf-8"), digest_size=8).digest() for k in keys)
+        return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+    def _seen(self, prefixes: np.ndarray) -> np.ndarray:
+        seen = np.zeros(len(prefixes), dtype=bool)
+        for run in self._runs:
+            pos = np.minimum(np.searchsorted(run, prefixes), len(run) - 1)
+            seen |= run[pos] == prefixes
+        return seen
+
+    def select(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of ``batch`` whose key no earlier row (of this batch or an earlier one) offered."""
+        if batch.num_rows == 0:
+            return batch
+        prefixes = self._prefixes(batch.column(batch.schema.get_field_index("key")))
+        unique, first = np.unique(prefixes, return_index=True)
+        fresh = ~self._seen(unique)
+        keep = np.sort(first[fresh])
+        run = unique[fresh]
+        while self._runs and len(self._runs[-1]) <= len(run):
+            run = np.union1d(self._runs.pop(), run)
+        if len(run):
+            self._runs.append(run)
+        return batch if len(keep) == batch.num_rows else batch.take(pa.array(keep))
+
+
 def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
-    """Add new (key, vector) rows to the cache table; returns rows added."""
+    """Add (key, vector) rows to the cache table, each key the table does not hold once; returns
+    the distinct keys offered."""
     from vdgr_core.store.failpoints import failpoint
     from vdgr_core.store.lance_store import connect, has_table
 
@@ -73,6 +132,8 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
         return 0
     db = connect(index_uri)
     rows = rows.cast(T.embedding_cache_schema(dim))
+    first = _FirstOffers()
+    rows = pa.Table.from_batches([first.select(b) for b in rows.to_batches()], schema=rows.schema)
     if has_table(db, T.EMBEDDING_CACHE):
         t = db.open_table(T.EMBEDDING_CACHE)
         t.merge_insert("key").when_not_matched_insert_all().execute(rows)
@@ -84,12 +145,13 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
 
 
 def append_batches_to_cache(index_uri: str, batches, dim: int) -> int:
-    """Add new (key, vector) rows, streamed from record batches, to the cache table (keys the
-    cache already holds are skipped); returns rows offered."""
+    """Add (key, vector) rows, streamed from record batches, to the cache table: each key the
+    cache does not hold yet, once; returns the distinct keys offered."""
     from vdgr_core.store.lance_store import connect, has_table
 
     schema = T.embedding_cache_schema(dim)
-    batches = iter(batches)
+    first_offers = _FirstOffers()
+    batches = (first_offers.select(b) for b in batches)
     first = next((b for b in batches if b.num_rows), None)
     if first is None:
         return 0
@@ -132,4 +194,5 @@ def _keep_key_index(table) -> None:
         table.create_index("key", config=BTree(), name="key_idx", replace=True)
 
 
-__all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "embedding_key"]
+__all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "append_batches_to_cache", "embedding_key",
+           "LOOKUP_CACHE_BYTES"]
