@@ -212,7 +212,7 @@ def pct(v, p):
 # same prefilter). A returned row counts when its distance is within 1e-6 of the exact 10th
 # (ann-benchmarks' definition: the grown corpus repeats texts across versions, so rows of equal
 # distance are interchangeable). Two measurements per vector table:
-# - "index": the index alone, top 10 of a limit-10 search with the query side's nprobes and
+# - "index": the index alone, top 10 of a limit-10 search with the query side's nprobes, ef and
 #   refine factor, the question's domain as prefilter (scoped) and scope-free (unscoped);
 # - "routes": every vector search the query side makes while answering the questions under
 #   the "all routes" configuration, with the domain given (scoped) and without it (routing
@@ -250,7 +250,10 @@ for table in ("contents", "directories"):
             q = t.search(np.asarray(v, dtype=np.float32)).metric("cosine").limit(10).select([KEY[table], "_distance"])
             if where is not None:
                 q = q.where(where, prefilter=True)
-            got = q.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor).to_arrow().column("_distance").to_pylist()
+            q = q.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
+            if cfg.ann_ef is not None:
+                q = q.ef(cfg.ann_ef)
+            got = q.to_arrow().column("_distance").to_pylist()
             h = tie_hits(got, exact_10th(table, v, where))
             if h is not None:
                 hits, total = hits + h, total + 10
@@ -291,7 +294,8 @@ print(json.dumps({"open_s": round(open_s, 3), "import_s": round(imported, 2), "o
                   "query_peak_mb": round(answering_hwm / 1024), "query_no_domain_peak_mb": round(no_domain_hwm / 1024),
                   "query_anon_peak_mb": round(anon_peak / 1024), "recall_scan_peak_mb": round(hwm / 1024),
                   "latency": {n: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95), "n": len(v)} for n, v in lat.items()},
-                  "ann_recall_at_10": recall, "ann": {"nprobes": cfg.ann_nprobes, "refine_factor": cfg.ann_refine_factor}}))
+                  "ann_recall_at_10": recall, "ann": {"nprobes": cfg.ann_nprobes, "refine_factor": cfg.ann_refine_factor,
+                                                      "ef": cfg.ann_ef}}))
 """
 
 
@@ -418,7 +422,7 @@ def render(report: dict) -> str:
              "- ANN recall@10 against an exact scan of the same rows and prefilter, a row counting when its "
              "distance is within 1e-6 of the exact 10th (ann-benchmarks; versions repeat texts, so equal "
              "distances are interchangeable): first the index alone (limit 10, the query side's `ann_nprobes`, "
-             "`ann_refine_factor`), the question's domain as prefilter / scope-free; then (\"routes\") the top "
+             "`ann_refine_factor`, `ann_ef`), the question's domain as prefilter / scope-free; then (\"routes\") the top "
              "10 of every vector search the query side sent to the index answering the questions under all routes, with "
              "the domain given / without it (routing searches every domain's directories); \"scan\" when "
              "none of those searches went to the index (a scope of at most `exact_max_rows` rows scans its "

@@ -12,8 +12,9 @@ Two paths behind one interface:
 - **vector index**: a larger scope (routing over every domain, an unscoped question) of a
   table of ``StoreConfig.vector_index_min_rows`` rows or more goes to LanceDB's IVF search
   with the scope as a typed prefilter (:meth:`QueryScope.lance_expr`),
-  ``QueryConfig.ann_nprobes`` partitions probed and the candidates re-ranked on full vectors
-  (``ann_refine_factor``), so scores are exact cosines. A layout without vectors (written by
+  ``QueryConfig.ann_nprobes`` partitions probed, HNSW's candidate list ``ann_ef`` (LanceDB's
+  default when None) and the candidates re-ranked on full vectors (``ann_refine_factor``), so
+  scores are exact cosines. A layout without vectors (written by
   an older version) is searched by LanceDB too, flat when the table has no index.
 
 Scores are cosine similarities (1 - LanceDB's cosine distance).
@@ -39,7 +40,7 @@ class VectorSearch:
     ----------
     view : IndexView
     config : QueryConfig
-        ``ann_nprobes``, ``ann_refine_factor`` and ``exact_max_rows``.
+        ``ann_nprobes``, ``ann_refine_factor``, ``ann_ef`` and ``exact_max_rows``.
     """
 
     def __init__(self, view: IndexView, config):
@@ -140,6 +141,8 @@ class VectorSearch:
                  .select([_ID[table], "domain", "_distance"]))
         if self.indexed(table):
             query = query.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
+            if cfg.ann_ef is not None:
+                query = query.ef(cfg.ann_ef)
         else:
             query = query.bypass_vector_index()
         data = query.to_arrow()

@@ -105,6 +105,38 @@ def test_both_paths_find_the_same_rows_with_exact_cosines(indexes):
             assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-4)     # refined: exact cosines
 
 
+def test_the_vector_index_search_carries_the_configured_probes_refine_and_ef(indexes):
+    sent = []
+
+    class Recording:
+        """The table, its searches' query objects recorded as LanceDB would run them."""
+
+        def __init__(self, table):
+            self._table = table
+
+        def search(self, *args, **kwargs):
+            builder = self._table.search(*args, **kwargs)
+            to_arrow = builder.to_arrow
+
+            def recorded(*a, **k):
+                sent.append(builder.to_query_object())
+                return to_arrow(*a, **k)
+            builder.to_arrow = recorded
+            return builder
+
+    q = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING)).embedder.embed(["reset the router"])[0]
+    scope = QueryScope(SearchScope(domains=("net",)))
+    for ef, expect in ((None, None), (321, 321)):
+        kb = KnowledgeBase.open(indexes[1], QueryConfig(embedding=HASHING, exact_max_rows=0, ann_nprobes=3,
+                                                        ann_refine_factor=7, ann_ef=ef))
+        reader_table = kb.reader.table
+        kb.reader.table = lambda name: Recording(reader_table(name))
+        sent.clear()
+        assert kb.vectors.search(T.CONTENTS, q, scope, 5)
+        (query,) = sent
+        assert (query.minimum_nprobes, query.refine_factor, query.ef) == (3, 7, expect)
+
+
 def test_the_vector_index_never_returns_what_the_caller_may_not_read(indexes):
     _, indexed = _kbs(indexes)
     q = indexed.embedder.embed(["service backdoor maintenance shell port 2222"])[0]
