@@ -252,7 +252,7 @@ for table in ("contents", "directories"):
                 q = q.where(where, prefilter=True)
             q = q.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
             if cfg.ann_ef is not None:
-                q = q.ef(cfg.ann_ef)
+                q = q.ef(max(cfg.ann_ef, 10 * cfg.ann_refine_factor))
             got = q.to_arrow().column("_distance").to_pylist()
             h = tie_hits(got, exact_10th(table, v, where))
             if h is not None:

@@ -241,9 +241,9 @@ class QueryConfig(_Frozen):
     # LanceDB vector index: IVF partitions probed, candidates re-ranked on full vectors
     # (refine factor x k: 8-bit scalar quantization misorders near-equal vectors, so the
     # re-ranked pool must be wide; at 1M hashing-embedded chunks, limit 10, a domain
-    # prefilter: recall 0.93 at 4, 0.98 at 16 for +4 ms). ``ann_ef``: HNSW's candidate list
-    # per partition (None: LanceDB's 1.5 x the rows asked for, refine included); raise it for
-    # scope-free searches of tables whose texts repeat across versions
+    # prefilter: recall 0.93 at 4, 0.98 at 16; bench/bench_ann.py). ``ann_ef``: HNSW's
+    # candidate list (None: LanceDB's 1.5 x the rows asked for, refine included; never below
+    # those rows); raise it for scope-free searches of tables whose texts repeat across versions
     ann_nprobes: int = Field(default=64, ge=1)
     ann_refine_factor: int = Field(default=16, ge=1)
     ann_ef: Optional[int] = Field(default=None, ge=1)

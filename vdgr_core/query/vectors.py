@@ -141,8 +141,8 @@ class VectorSearch:
                  .select([_ID[table], "domain", "_distance"]))
         if self.indexed(table):
             query = query.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
-            if cfg.ann_ef is not None:
-                query = query.ef(cfg.ann_ef)
+            if cfg.ann_ef is not None:      # LanceDB refuses an ef below the rows it is asked for
+                query = query.ef(max(cfg.ann_ef, fetch * cfg.ann_refine_factor))
         else:
             query = query.bypass_vector_index()
         data = query.to_arrow()
