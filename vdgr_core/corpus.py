@@ -1,6 +1,7 @@
 """Discover the documents of a corpus folder tree (see DESIGN.md, input corpus contract)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -51,6 +52,13 @@ class CorpusScan:
     listed_ns: int = field(default=0, compare=False)     # when the listing started (time.time_ns)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_meta(text: str) -> DocMeta:
+    """``load_meta_yaml``, once per distinct text (a versioned corpus repeats its ``_meta.yaml``
+    texts across folders; ``DocMeta`` is immutable, so sharing one is safe)."""
+    return load_meta_yaml(text)
+
+
 def _read_meta(fs, path: str, shown: str) -> DocMeta:
     try:
         with fs.open_input_stream(path) as f:
@@ -58,7 +66,7 @@ def _read_meta(fs, path: str, shown: str) -> DocMeta:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{shown}: cannot read: {e}") from None
     try:
-        return load_meta_yaml(text)
+        return _parse_meta(text)
     except ConfigError as e:
         raise ConfigError(f"{shown}: {e}") from None
 
@@ -99,7 +107,7 @@ class _LocalTree:
         self._linked: list[tuple[tuple[str, ...], str, str]] = []   # (parts, path, real target)
 
     def walk(self) -> "_LocalTree":
-        self._walk(self.base, ())
+        self._walk(self.base, (), self.root_real)
         while self._linked:                      # symlinked folders, after every real one
             self._linked.sort()
             parts, path, target = self._linked.pop(0)
@@ -125,9 +133,10 @@ class _LocalTree:
             return
         self._visited.add(real)
         self.folders[parts] = []
-        self._walk(path, parts)
+        self._walk(path, parts, real)
 
-    def _walk(self, path: str, parts: tuple[str, ...]) -> None:
+    def _walk(self, path: str, parts: tuple[str, ...], real: str) -> None:
+        """List the folder ``path`` (``parts`` below the root), whose real path is ``real``."""
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -145,7 +154,7 @@ class _LocalTree:
                 self._reject(child, DeadLetterReason.INVALID_NAME, "the name is not valid UTF-8")
                 continue
             try:
-                self._entry(entry, child)
+                self._entry(entry, child, real)
             except OSError as e:
                 self._reject(child, DeadLetterReason.READ_ERROR, f"cannot stat: {e.strerror or e}")
 
@@ -153,7 +162,7 @@ class _LocalTree:
         self.folders[child[:-1]].append(child[-1])
         self.stats["/".join(child)] = (int(st.st_size), int(st.st_mtime_ns))
 
-    def _entry(self, entry: os.DirEntry, child: tuple[str, ...]) -> None:
+    def _entry(self, entry: os.DirEntry, child: tuple[str, ...], parent_real: str) -> None:
         if entry.is_symlink():
             real = os.path.realpath(entry.path)
             if not self._inside(real):
@@ -165,7 +174,9 @@ class _LocalTree:
             else:
                 self._reject(child, DeadLetterReason.NOT_REGULAR, "dangling symlink or special file")
         elif entry.is_dir(follow_symlinks=False):
-            self._enter(child, entry.path, os.path.realpath(entry.path))
+            # not a link, in a folder whose real path is known: no realpath() walk of every
+            # component (an lstat each) per folder
+            self._enter(child, entry.path, os.path.join(parent_real, entry.name))
         elif entry.is_file(follow_symlinks=False):
             self._file(child, entry.stat(follow_symlinks=False))
         else:

@@ -125,6 +125,29 @@ def test_symlinks_inside_the_root(tmp_path):
     assert _reasons(scan) == {"net/alias": "symlink_loop"}
 
 
+def test_folders_below_a_symlinked_folder_are_known_by_their_real_paths(tmp_path):
+    """Loops are found by real paths; a folder's real path is its parent's plus its name, also
+    below a symlinked folder and under a root named through a link."""
+    corpus = tmp_path / "corpus"
+    write(corpus, "net/.hidden/sub/y.md", "# Y\n\nbelow a linked folder\n")
+    os.symlink(".hidden", corpus / "net" / "shown")
+    os.symlink("..", corpus / "net" / ".hidden" / "sub" / "back")     # .hidden again
+    os.symlink("corpus", tmp_path / "via")
+    scan = scan_corpus(str(tmp_path / "via"))
+    assert [t.rel_path for t in scan.tasks] == ["net/shown/sub/y.md"]
+    assert _reasons(scan) == {"net/shown/sub/back": "symlink_loop"}
+
+
+def test_folders_sharing_a_meta_text_each_get_their_own_resolved_meta(tmp_path):
+    for v in ("a", "b"):
+        write(tmp_path, f"net/{v}/_meta.yaml", "version: '2'\nacl: [staff]\n")
+        write(tmp_path, f"net/{v}/x.md", "# X\n\nsame meta text\n")
+    write(tmp_path, "net/b/_meta.yaml", "version: '3'\n")
+    scan = scan_corpus(str(tmp_path))
+    assert [(t.rel_path, t.meta.version, t.meta.acl) for t in scan.tasks] == [
+        ("net/a/x.md", "2", ("staff",)), ("net/b/x.md", "3", ())]
+
+
 def test_folder_depth_is_bounded(tmp_path):
     write(tmp_path, "net/a/b/c/x.md", "# A\n\nhello\n")
     write(tmp_path, "net/a/b/c/d/deep.md", "# D\n\ndeep\n")
