@@ -111,7 +111,7 @@ def render(report: dict) -> str:
 
 def main(argv=None) -> int:
     from bench.bench_scale import S10_DOMAIN, questions
-    from bench.run_eval import commit, machine
+    from bench.update_benchmarks_md import publish, stamp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", required=True)
@@ -127,21 +127,11 @@ def main(argv=None) -> int:
     from vdgr_core.store.manifest import read_manifest
 
     m = read_manifest(a.index)
-    mach = machine()
-    report = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
-              "machine": f"{mach['uname']}, {mach['nproc']} CPUs", "index": a.index,
+    report = {**stamp(command), "index": a.index,
               "rows": ", ".join(f"{t} {v['indexed_rows'] + v['unindexed_rows']:,} rows, {v['type']}"
                                 for t, v in sorted(m.vector_indexes.items()) if t in KEY),
               "results": results}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(report, indent=1) + "\n")
-    text = render(report)
-    print(text)
-    if not a.no_markdown:
-        from bench.update_benchmarks_md import merge_block
-
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "ann", text), encoding="utf-8")
+    publish(report, a.out, "ann", render(report), markdown=not a.no_markdown)
     return 0
 
 

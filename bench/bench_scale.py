@@ -599,20 +599,10 @@ def reupdate(a, sizes: list[str], command: str) -> int:
 
 
 def write_report(a, command: str, results: list[dict], not_run: list[str]) -> None:
-    from bench.run_eval import commit, machine
+    from bench.update_benchmarks_md import publish, stamp
 
-    m = machine()
-    report = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
-              "machine": f"{m['uname']}, {m['nproc']} CPUs", "results": results, "not_run": not_run}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(report, indent=1) + "\n")
-    text = render(report)
-    print(text)
-    if not a.no_markdown:
-        from bench.update_benchmarks_md import merge_block
-
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "scale", text), encoding="utf-8")
+    report = {**stamp(command), "results": results, "not_run": not_run}
+    publish(report, a.out, "scale", render(report), markdown=not a.no_markdown)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import time
 from pathlib import Path
 
 from bench.common import REPO
@@ -50,6 +51,26 @@ def merge_block(text: str, name: str, body: str) -> str:
     if pattern.search(text):
         return pattern.sub(lambda _: block, text, count=1)
     return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def stamp(command: str) -> dict:
+    """The provenance fields every report starts with: command, date, commit and machine."""
+    from bench.run_eval import commit, machine
+
+    m = machine()
+    return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
+            "machine": f"{m['uname']}, {m['nproc']} CPUs"}
+
+
+def publish(report: dict, out: Path, block: str, text: str, markdown: bool = True) -> None:
+    """Write ``report`` to ``out`` as JSON, print its rendering ``text``, and (``markdown``)
+    merge ``text`` into BENCHMARKS.md as the block ``block``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(text)
+    if markdown:
+        md = REPO / "BENCHMARKS.md"
+        md.write_text(merge_block(md.read_text(encoding="utf-8"), block, text), encoding="utf-8")
 
 
 def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list[str]:
