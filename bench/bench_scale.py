@@ -523,7 +523,7 @@ def main(argv=None) -> int:
     not_run = [s for s in SIZES if s not in sizes or (a.skip_1m and s == "1m")]
     sizes = [s for s in sizes if s not in not_run]
     a.work.mkdir(parents=True, exist_ok=True)
-    from bench.run_eval import commit, machine
+    from bench.run_eval import commit
 
     command = "python -m bench.bench_scale " + " ".join(argv if argv is not None else sys.argv[1:])
     if a.query_only:
