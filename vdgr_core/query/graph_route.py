@@ -15,12 +15,7 @@ A query seeds the walk in two ways (Gutiérrez et al., "From RAG to Memory", 202
   score, so the best first-hop passage holds most of the restart mass.
 
 ``graph_beta`` splits the restart mass between the two (entities ``beta``, passages
-``1 - beta``); without an entity seed all of it goes to the passages. Over several domains it
-is one walk on the union of their graphs (disconnected components): each domain's restart
-vector holds its share of the one distribution, its PageRank mass is that share, and a domain
-whose share is at most the k-th best passage score found so far is not walked (none of its
-passages could rank). So a domain that a question word reaches, but no first-hop passage, ranks
-below the domain holding the first-hop evidence instead of as a walk of its own. The walk (damping
+``1 - beta``); without an entity seed all of it goes to the passages. The walk (damping
 :data:`DAMPING`) runs on the seeds' neighbourhood up to :data:`HOPS` hops (bounded by
 :data:`MAX_NODES`), restricted to passages the user may see and entities they mention, so a
 passage two hops away (seed passage -> shared entity -> passage) can rank: the bridge of a
@@ -251,51 +246,6 @@ class GraphRoute:
                     spec[er] = max(spec.get(er, 0.0), 1.0 / max(1, int(c)))
         return sorted(spec, key=lambda r: (-spec[r], r))
 
-    def _restarts(self, weights: dict[int, float], exact: Sequence[int],
-                  domains: Sequence[str]) -> list[tuple[str, np.ndarray]]:
-        """Each domain's restart vector over its local nodes (passages, then entities), as a part
-        of one restart distribution over all ``domains``.
-
-        The passage seeds (``weights``, by global content row) share ``1 - graph_beta`` of the
-        mass and the matched entities (``exact``, by global entity row, each weighted by its
-        specificity) share ``graph_beta``, across all domains together; without an entity seed
-        the passages hold all of it, without a passage seed the entities do. A domain's vector
-        sums to its share, so walks in different domains give comparable scores: a domain that
-        only a generic question word reaches gets little mass, not a walk of its own weight.
-        Domains without any seed are left out.
-        """
-        data = self.data
-        parts = []
-        for d in domains:
-            if d not in data.code:
-                continue
-            lay = data.layout(d)
-            if lay.nc + lay.ne == 0:
-                continue
-            cbase, ebase = data.to_global("content", d, 0), data.to_global("entity", d, 0)
-            pw = np.zeros(lay.nc)
-            for r, w in weights.items():
-                if cbase <= r < cbase + lay.nc:
-                    pw[r - cbase] = w
-            ew = np.zeros(lay.ne)
-            ents = np.array([r - ebase for r in exact if ebase <= r < ebase + lay.ne], dtype=np.int64)
-            if len(ents):
-                counts = self.passages(lay, ents)
-                ew[ents[counts > 0]] = 1.0 / counts[counts > 0]
-            parts.append((d, pw, ew))
-        p_total = sum(float(pw.sum()) for _, pw, _ in parts)
-        e_total = sum(float(ew.sum()) for _, _, ew in parts)
-        beta = self._config.graph_beta if e_total > 0 else 0.0
-        if p_total <= 0:
-            beta = 1.0
-        out = []
-        for d, pw, ew in parts:
-            p = np.concatenate([(1.0 - beta) * pw / p_total if p_total > 0 else pw,
-                                beta * ew / e_total if e_total > 0 else ew])
-            if p.sum() > 0:
-                out.append((d, p))
-        return out
-
     def search(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
                k: int, trace: TraceRecorder, seeds: Optional[Sequence[tuple[int, float]]] = None) -> Ranked:
         """Run route 3 and return its ranked content rows (route name ``graph``).
@@ -317,30 +267,38 @@ class GraphRoute:
             ok = cmask[rows] if len(rows) else np.zeros(0, dtype=bool)
             cseeds = [(int(r), float(s)) for (r, s), keep in zip(seeds, ok) if keep][: cfg.graph_n]
         weights = seed_weights(cseeds)
-        restarts = self._restarts(weights, exact, domains)
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
-        sizes = skipped = 0
-        kth = 0.0                       # the k-th best passage score so far (0 until k found)
-        for d, p in sorted(restarts, key=lambda dp: -float(dp[1].sum())):
-            if float(p.sum()) <= kth:   # no passage of d can score above its domain's share
-                skipped += 1
+        sizes = 0
+        for d in domains:
+            if d not in data.code:
                 continue
             lay = data.layout(d)
-            cbase = data.to_global("content", d, 0)
+            n = lay.nc + lay.ne
+            if n == 0:
+                continue
+            cbase, ebase = data.to_global("content", d, 0), data.to_global("entity", d, 0)
+            pw = np.zeros(lay.nc)
+            for r, w in weights.items():
+                if cbase <= r < cbase + lay.nc:
+                    pw[r - cbase] = w
+            ew = np.zeros(lay.ne)
+            ents = np.array([r - ebase for r in exact if ebase <= r < ebase + lay.ne], dtype=np.int64)
+            if len(ents):
+                counts = self.passages(lay, ents)
+                ew[ents[counts > 0]] = 1.0 / counts[counts > 0]
+            beta = cfg.graph_beta if ew.sum() > 0 else 0.0
+            p = np.concatenate([(1.0 - beta) * _unit(pw), beta * _unit(ew)])
+            if p.sum() <= 0:
+                continue
             visible = np.concatenate([cmask.local(d), self.visible_local(sc, d)])
             syn_min = self._synonym_min(lay)
             nodes = neighbourhood(lay, np.flatnonzero(p > 0), visible, syn_min is not None)
             sizes += len(nodes)
-            # a walk on the union of the domains' graphs: each domain's stationary mass is its
-            # share of the restart mass (the domains are disconnected components)
-            r = personalized_pagerank(subgraph(lay, nodes, syn_min), p[nodes], damping=DAMPING) * p.sum()
+            r = personalized_pagerank(subgraph(lay, nodes, syn_min), p[nodes], damping=DAMPING)
             is_content = nodes < lay.nc
             got_rows.append(nodes[is_content] + cbase)
             got_vals.append(r[is_content])
-            found = sum(len(v) for v in got_vals)
-            if found >= k:
-                kth = float(np.partition(np.concatenate(got_vals), found - k)[found - k])
         hits = []
         if got_rows:
             rows = np.concatenate(got_rows)
@@ -349,6 +307,5 @@ class GraphRoute:
             hits = [(int(rows[i]), float(vals[i])) for i in order]
         trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
                    f"{len(cseeds)} passage seeds ({'route 1' if seeds is not None else 'dense'})",
-                   matched=[data.entities.name[r] for r in exact[:10]], contents=len(hits),
-                   walks=len(restarts) - skipped, skipped_domains=skipped)
+                   matched=[data.entities.name[r] for r in exact[:10]], contents=len(hits))
         return Ranked("graph", hits)
