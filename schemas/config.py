@@ -77,8 +77,12 @@ class StoreConfig(_Frozen):
     per-domain query layouts (ARCHITECTURE.md, "Index layout")."""
 
     # LanceDB vector index on the ``vector`` column of contents, directories and entities, once
-    # a table has ``vector_index_min_rows`` rows (below that a flat scan is as fast)
-    vector_index: Literal["ivf_hnsw_sq", "ivf_pq", "none"] = "ivf_hnsw_sq"
+    # a table has ``vector_index_min_rows`` rows (below that a flat scan is as fast). IVF_SQ
+    # scans its probed partitions' 8-bit vectors, so rows that repeat (or nearly repeat) across
+    # versions cost it nothing; HNSW's neighbour lists fill with such repeats and a scope-free
+    # search loses the graph's far regions (1M grown chunks, limit 10: recall 0.81 against
+    # IVF_SQ's 0.996, docs/SCALE.md)
+    vector_index: Literal["ivf_sq", "ivf_hnsw_sq", "ivf_pq", "none"] = "ivf_sq"
     vector_index_min_rows: int = Field(default=50_000, ge=1)
     vector_rows_per_partition: int = Field(default=8192, ge=64)   # IVF partitions = rows / this
     hnsw_m: int = Field(default=16, ge=4, le=128)
@@ -241,9 +245,9 @@ class QueryConfig(_Frozen):
     # LanceDB vector index: IVF partitions probed, candidates re-ranked on full vectors
     # (refine factor x k: 8-bit scalar quantization misorders near-equal vectors, so the
     # re-ranked pool must be wide; at 1M hashing-embedded chunks, limit 10, a domain
-    # prefilter: recall 0.93 at 4, 0.98 at 16; bench/bench_ann.py). ``ann_ef``: HNSW's
-    # candidate list (None: LanceDB's 1.5 x the rows asked for, refine included; never below
-    # those rows); raise it for scope-free searches of tables whose texts repeat across versions
+    # prefilter, IVF_HNSW_SQ: recall 0.93 at 4, 0.98 at 16; bench/bench_ann.py). ``ann_ef``:
+    # the candidate list of an IVF_HNSW_SQ index (None: LanceDB's 1.5 x the rows asked for,
+    # refine included; never below those rows); an IVF_SQ or IVF_PQ index has none
     ann_nprobes: int = Field(default=64, ge=1)
     ann_refine_factor: int = Field(default=16, ge=1)
     ann_ef: Optional[int] = Field(default=None, ge=1)

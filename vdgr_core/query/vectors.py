@@ -12,7 +12,7 @@ Two paths behind one interface:
 - **vector index**: a larger scope (routing over every domain, an unscoped question) of a
   table of ``StoreConfig.vector_index_min_rows`` rows or more goes to LanceDB's IVF search
   with the scope as a typed prefilter (:meth:`QueryScope.lance_expr`),
-  ``QueryConfig.ann_nprobes`` partitions probed, HNSW's candidate list ``ann_ef`` (LanceDB's
+  ``QueryConfig.ann_nprobes`` partitions probed, an IVF_HNSW_SQ index's candidate list ``ann_ef`` (LanceDB's
   default when None) and the candidates re-ranked on full vectors (``ann_refine_factor``), so
   scores are exact cosines. A layout without vectors (written by
   an older version) is searched by LanceDB too, flat when the table has no index.
