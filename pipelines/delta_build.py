@@ -90,7 +90,8 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
         for chunk in (c for d in docs for c in d.chunks):     # chunk ids are unique per document
             outcome = annotate_or_fall_back(chunk, client, max_terms=config.max_entities_per_chunk,
                                             summary_sentences=config.summary_sentences,
-                                            summary_max_chars=config.summary_max_chars)
+                                            summary_max_chars=config.summary_max_chars,
+                                            title_entities=config.title_entities)
             if outcome.fallback_reason is not None:
                 fallbacks += 1
                 _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",

@@ -37,6 +37,8 @@ def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool =
     p.add_argument("--embedding-dim", type=int, default=default(EmbeddingConfig().dim),
                    help="vector dimension (must match what --embedding-model returns; default 384)" + note)
     p.add_argument("--batch-size", type=int, default=default(EmbeddingConfig().batch_size), help=note or None)
+    p.add_argument("--title-entities", action=argparse.BooleanOptionalAction, default=default(True),
+                   help="link every chunk to the entities its section title names (default: on)" + note)
     p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
     p.add_argument("--llm-model")
     p.add_argument("--llm-cache", help="sqlite file caching LLM answers")
@@ -71,6 +73,7 @@ def build_config(args) -> BuildConfig:
                                   model=args.embedding_model, dim=args.embedding_dim,
                                   batch_size=args.batch_size),
         llm=llm,
+        title_entities=args.title_entities,
         **_execution_settings(args),
     )
 
@@ -98,7 +101,8 @@ def update_config(args, recorded: Optional[dict]) -> BuildConfig:
 
     if recorded is None:
         defaults = {"chunk_tokens": ChunkingConfig().max_tokens, "embedding": "minilm",
-                    "embedding_dim": EmbeddingConfig().dim, "batch_size": EmbeddingConfig().batch_size}
+                    "embedding_dim": EmbeddingConfig().dim, "batch_size": EmbeddingConfig().batch_size,
+                    "title_entities": BuildConfig.model_fields["title_entities"].default}
         given = {k: v for k, v in vars(args).items() if v is not None}
         return build_config(argparse.Namespace(**{**vars(args), **defaults, **given}))
     try:
@@ -124,7 +128,9 @@ def update_config(args, recorded: Optional[dict]) -> BuildConfig:
     elif llm is not None and (args.llm_model or args.llm_cache):
         llm = llm.model_copy(update={k: v for k, v in (("model", args.llm_model), ("cache_path", args.llm_cache))
                                      if v})
-    return base.model_copy(update={"chunking": chunking, "embedding": embedding, "llm": llm})
+    title_entities = base.title_entities if args.title_entities is None else args.title_entities
+    return base.model_copy(update={"chunking": chunking, "embedding": embedding, "llm": llm,
+                                   "title_entities": title_entities})
 
 
 def register(subparsers) -> None:

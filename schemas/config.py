@@ -114,6 +114,10 @@ class BuildConfig(_Frozen):
     summary_sentences: int = Field(default=2, ge=1, le=10)
     summary_max_chars: int = Field(default=400, ge=50)
     max_entities_per_chunk: int = Field(default=24, ge=1)
+    # a chunk's entities start with its section title's (vdgr_core.entities.title_terms): the
+    # graph links a section to every passage that names its title, the bridge of a multi-hop
+    # question (bench.ablation, MuSiQue development half)
+    title_entities: bool = True
     # An update whose arriving (added or changed) documents number at most this is processed in
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
     # index is the same either way; this setting is not part of the build settings (manifest).
@@ -143,8 +147,14 @@ class BuildConfig(_Frozen):
     def from_settings(cls, settings: dict, *, corpus: str, index: str, **extra) -> "BuildConfig":
         """The configuration whose :meth:`settings` are ``settings`` (as recorded in a manifest)."""
         settings = {k: v for k, v in settings.items() if k != "content_rules"}
+        for key, before in _BEFORE_RECORDED.items():     # indexes recorded before the setting existed
+            settings.setdefault(key, before)
         return cls(corpus=corpus, index=index, **settings, **extra)
 
+
+# Settings that change rows, added after indexes were recorded without them: such an index was
+# built with the value given here (not the new default), so an update keeps building that way.
+_BEFORE_RECORDED = {"title_entities": False}
 
 # Not build settings: where the corpus and index are, and how an update is executed.
 # How long to wait for the index lock and how deep the scan goes change no row either.

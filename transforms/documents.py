@@ -68,7 +68,8 @@ class _AnnotateDocumentDoFn(beam.DoFn):
         for chunk in doc.chunks:
             outcome = annotate_or_fall_back(chunk, self._client, max_terms=c.max_entities_per_chunk,
                                             summary_sentences=c.summary_sentences,
-                                            summary_max_chars=c.summary_max_chars)
+                                            summary_max_chars=c.summary_max_chars,
+                                            title_entities=c.title_entities)
             if outcome.fallback_reason is not None:
                 self._fallbacks.inc()
                 _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",

@@ -17,6 +17,8 @@ multiword   runs of 2-4 capitalized words (``Always On Display``, ``Wireless Pow
 phrase      lower prior: repeated lower-case bigrams/trigrams without stopwords
             (``screen lock``, ``battery saver``) and capitalized single words in mid-sentence
             (``Bluetooth``). In long texts they must occur at least twice.
+title       a short section or document title as a whole (:func:`title_terms`): the name of
+            what the section is about, whether or not its text repeats it.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ __all__ = [
     "normalize_term",
     "norm_tokens",
     "extract_terms",
+    "title_terms",
     "entity_importance",
 ]
 
@@ -44,6 +47,7 @@ KIND_PRIORS: dict[str, float] = {
     "camel": 0.85,
     "llm": 0.80,
     "multiword": 0.75,
+    "title": 0.75,
     "phrase": 0.50,
 }
 _DEFAULT_PRIOR = 0.5
@@ -414,6 +418,48 @@ def _kind_prior(kind: str) -> float:
 
 
 # --------------------------------------------------------------------------- corpus level
+
+TITLE_MAX_WORDS = 6            # a longer heading is a phrase about its subject, not its name
+TITLE_MAX_TERMS = 4            # terms extracted from inside a title
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def title_terms(title: str) -> list[Term]:
+    """The entities a section's title names: the title as a whole, then the terms inside it.
+
+    A section is about its title (a Wikipedia passage about "Waylon Payne", a manual section
+    "Wi-Fi Direct"), yet its text often names the subject by pronoun or not at all, so the
+    text's own terms leave it out. Linking every chunk of the section to its title makes a
+    passage reachable from any other passage that names the title (the bridge of a multi-hop
+    question) and lets a question that names the title seed the graph walk there.
+
+    The whole title is one term of kind ``title`` when, without a trailing parenthesised
+    qualifier (``It'll Be Me (Jerry Lee Lewis song)`` -> ``It'll Be Me``), it has at most
+    :data:`TITLE_MAX_WORDS` words; then come up to :data:`TITLE_MAX_TERMS` terms that
+    :func:`extract_terms` finds in the title (``Jerry Lee Lewis``), without repeats.
+
+    Examples
+    --------
+    >>> [(t.name, t.kind) for t in title_terms("It'll Be Me (Jerry Lee Lewis song)")]
+    [("It'll Be Me", 'title'), ('Jerry Lee Lewis', 'multiword')]
+    >>> [t.name for t in title_terms("How to connect your phone to a TV with a cable")]
+    ['TV']
+    """
+    title = " ".join((title or "").split())
+    if not title:
+        return []
+    out: list[Term] = []
+    name = _QUALIFIER.sub("", title).strip() or title
+    norm = normalize_term(name)
+    if norm and len(name.split()) <= TITLE_MAX_WORDS:
+        out.append(Term(name=name, norm=norm, kind="title", score=KIND_PRIORS["title"]))
+    seen = {t.norm for t in out}
+    for t in extract_terms(title, max_terms=TITLE_MAX_TERMS):
+        if t.norm not in seen:
+            seen.add(t.norm)
+            out.append(t)
+    return out
+
 
 def entity_importance(kind: str, frequency: int, chunk_frequency: int, n_chunks: int) -> float:
     """Importance in [0, 1] of an entity node across a domain.

@@ -1,4 +1,9 @@
-"""Per-chunk annotation: a summary and the technical terms, offline or with one LLM call."""
+"""Per-chunk annotation: a summary and the technical terms, offline or with one LLM call.
+
+With ``title_entities`` (the default build setting) a chunk's terms start with the terms of its
+section's title (:func:`vdgr_core.entities.title_terms`), then the terms of its text, at most
+``max_terms`` in all.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +13,7 @@ from typing import Optional, Sequence
 
 from schemas.records import Chunk, Term
 from vdgr_core.cooccurrence import mention_statistics
-from vdgr_core.entities import extract_terms, normalize_term
+from vdgr_core.entities import extract_terms, normalize_term, title_terms
 from vdgr_core.summarize import extractive_summary
 
 
@@ -34,11 +39,19 @@ class AnnotatedChunk:
 
 
 def annotate_offline(chunk: Chunk, *, max_terms: int, summary_sentences: int,
-                     summary_max_chars: int) -> AnnotatedChunk:
-    """Extractive summary + statistical technical terms + sentence co-occurrence."""
+                     summary_max_chars: int, title_entities: bool = True) -> AnnotatedChunk:
+    """Extractive summary + statistical technical terms (the title's first when
+    ``title_entities``) + sentence co-occurrence."""
     summary, terms = _offline_text_annotation(chunk.text, chunk.title, max_terms, summary_sentences,
-                                              summary_max_chars)
+                                              summary_max_chars, title_entities)
     return _finish(chunk, summary, terms)
+
+
+def with_title_terms(title: str, terms: Sequence[Term], max_terms: int) -> list[Term]:
+    """The title's terms, then ``terms`` not among them, at most ``max_terms``."""
+    head = title_terms(title)
+    seen = {t.norm for t in head}
+    return (head + [t for t in terms if t.norm not in seen])[:max_terms]
 
 
 # A chunk's annotation depends only on its text and title (and the settings), and corpora of
@@ -50,9 +63,12 @@ _MEMO_SIZE = 8192
 
 @lru_cache(maxsize=_MEMO_SIZE)
 def _offline_text_annotation(text: str, title: str, max_terms: int, summary_sentences: int,
-                             summary_max_chars: int) -> tuple[str, tuple[Term, ...]]:
+                             summary_max_chars: int, title_entities: bool) -> tuple[str, tuple[Term, ...]]:
     summary = extractive_summary(text, title, summary_sentences, summary_max_chars)
-    return summary, tuple(extract_terms(text, max_terms=max_terms))
+    terms = extract_terms(text, max_terms=max_terms)
+    if title_entities:
+        terms = with_title_terms(title, terms, max_terms)
+    return summary, tuple(terms)
 
 
 @lru_cache(maxsize=_MEMO_SIZE)
@@ -65,8 +81,9 @@ def _text_statistics(text: str, norms: tuple[str, ...]):
     return counts, tuple(sorted((a, b, c) for (a, b), c in cooccurring.items() if c > 0))
 
 
-def annotate_with_llm(chunk: Chunk, client, *, max_terms: int) -> AnnotatedChunk:
-    """One structured LLM call returns both the summary and the entities with importance."""
+def annotate_with_llm(chunk: Chunk, client, *, max_terms: int, title_entities: bool = True) -> AnnotatedChunk:
+    """One structured LLM call returns both the summary and the entities with importance
+    (after the title's terms when ``title_entities``)."""
     from vdgr_core.llm.indexing_tasks import annotate_chunk
 
     ann = annotate_chunk(client, chunk.title, chunk.text)
@@ -80,7 +97,8 @@ def annotate_with_llm(chunk: Chunk, client, *, max_terms: int) -> AnnotatedChunk
         terms.append(Term(name=e.name.strip(), norm=norm, kind="llm",
                           score=float(min(1.0, max(0.0, e.importance)))))
     terms.sort(key=lambda t: (-t.score, t.norm))
-    return _finish(chunk, ann.summary.strip(), terms[:max_terms])
+    terms = with_title_terms(chunk.title, terms, max_terms) if title_entities else terms[:max_terms]
+    return _finish(chunk, ann.summary.strip(), terms)
 
 
 def _finish(chunk: Chunk, summary: str, terms: Sequence[Term]) -> AnnotatedChunk:
@@ -105,7 +123,7 @@ def annotation_from_terms(chunk: Chunk, terms: list[Term]) -> AnnotatedChunk:
 
 
 def annotate(chunk: Chunk, client: Optional[object], *, max_terms: int, summary_sentences: int,
-             summary_max_chars: int) -> AnnotatedChunk:
+             summary_max_chars: int, title_entities: bool = True) -> AnnotatedChunk:
     """Annotate with the LLM when a client is given, offline otherwise.
 
     Raises
@@ -115,8 +133,8 @@ def annotate(chunk: Chunk, client: Optional[object], *, max_terms: int, summary_
     """
     if client is None:
         return annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
-                                summary_max_chars=summary_max_chars)
-    return annotate_with_llm(chunk, client, max_terms=max_terms)
+                                summary_max_chars=summary_max_chars, title_entities=title_entities)
+    return annotate_with_llm(chunk, client, max_terms=max_terms, title_entities=title_entities)
 
 
 @dataclass(frozen=True)
@@ -126,7 +144,8 @@ class AnnotationOutcome:
 
 
 def annotate_or_fall_back(chunk: Chunk, client: Optional[object], *, max_terms: int,
-                          summary_sentences: int, summary_max_chars: int) -> AnnotationOutcome:
+                          summary_sentences: int, summary_max_chars: int,
+                          title_entities: bool = True) -> AnnotationOutcome:
     """Like :func:`annotate`, but a permanent LLM failure falls back to the offline annotation.
 
     The caller must count ``fallback_reason`` (the build reports it as ``llm_fallbacks``): the
@@ -138,8 +157,9 @@ def annotate_or_fall_back(chunk: Chunk, client: Optional[object], *, max_terms: 
     try:
         return AnnotationOutcome(annotate(chunk, client, max_terms=max_terms,
                                           summary_sentences=summary_sentences,
-                                          summary_max_chars=summary_max_chars))
+                                          summary_max_chars=summary_max_chars,
+                                          title_entities=title_entities))
     except LLMError as exc:
         offline = annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
-                                   summary_max_chars=summary_max_chars)
+                                   summary_max_chars=summary_max_chars, title_entities=title_entities)
         return AnnotationOutcome(offline, str(exc) or type(exc).__name__)

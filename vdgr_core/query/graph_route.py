@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from schemas import tables as T
 from schemas.config import QueryConfig
-from vdgr_core.entities import extract_terms, norm_tokens
+from vdgr_core.entities import extract_terms, norm_tokens, normalize_term
 from vdgr_core.ids import entity_id
 from vdgr_core.query.fusion import Ranked
 from vdgr_core.query.ppr import personalized_pagerank
@@ -62,7 +62,7 @@ def query_norms(question: str) -> list[str]:
     toks = norm_tokens(question)
     for n in (4, 3, 2, 1):
         for i in range(len(toks) - n + 1):
-            out.setdefault(" ".join(toks[i:i + n]), None)
+            out.setdefault(normalize_term(" ".join(toks[i:i + n])), None)
     return list(out)
 
 
