@@ -14,7 +14,9 @@ Configurations: the single routes (``bm25``, ``dense``, ``hybrid`` = route 1, ``
 ``graph``; routing stays on, it is a scope decision, not a route), ``full`` (the default
 ``QueryConfig``), ``full - X`` for every component X of the default, ``full + X`` for every
 component off by default (TOC, backtracking, the bridge-entity query, section re-scoring) and
-``full`` with each other fusion method for route 1 and across routes (RRF vs convex vs z-score).
+``full`` with each other fusion method for route 1 and across routes (RRF vs convex vs z-score),
+and ``graph`` and ``full`` on the set's index built again without each build-time component of
+the default (:data:`BUILD_VARIANTS`: title entities).
 
 ``--check`` fails (exit 1) when on any set the full configuration's primary metric at 5
 (R@5; passage recall@5 on MuSiQue; value@5 on DCD) is more than one point below the best
@@ -94,12 +96,19 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     if default.reranker.kind == "none":
         out.append(("full + section rerank", {"reranker": RerankerConfig(kind="section")}))
     out.append(("full - routing", {"routing": False}))
+    if default.graph_keep_head:
+        out.append(("full, walk reorders the head", {"graph_keep_head": False}))
     for method in ("rrf", "convex", "zscore"):     # the fusion alternatives (RRF vs score-based)
         if method != default.hybrid_fusion:
             out.append((f"full, {method} route-1 fusion", {"hybrid_fusion": method}))
         if method != default.route_fusion:
             out.append((f"full, {method} route fusion", {"route_fusion": method}))
     return out
+
+
+# Build-time components: each set's index built again with one setting off, answered under
+# these configurations (row "<configuration>, <label>")
+BUILD_VARIANTS = (("index without title entities", ("--no-title-entities",), ("graph", "full")),)
 
 
 def _open(index: Path):
@@ -118,7 +127,6 @@ def _open(index: Path):
 
 def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
     """Every configuration over every question of ``es``: per-question scores and aggregates."""
-    from vdgr_core.eval import aggregate, score_result
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
     ds = DATASETS[es.dataset]
@@ -138,18 +146,50 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
         cfg = default.model_copy(update=over)
         kb = KnowledgeBase(reader, data, cfg, embedder, vectors=vectors)
         vectors = kb.vectors
-        scores = {h: [] for h in HALVES}
         t0 = time.perf_counter()
-        for q in questions:
-            r = kb.query(q["question"], domain=q.get("domain"), version=q.get("version"),
-                         groups=q.get("groups") or (), qid=q["id"])
-            scores[half_of(q["id"])].append(score_result(r.model_dump(), q["gold"], ds.ks))
-        agg = {h: aggregate(scores[h]) for h in HALVES}
-        agg["all"] = aggregate(scores["dev"] + scores["test"])
-        out["configs"][name] = agg
-        log(f"[ablation] {es.name} / {name}: {es.primary}@5 dev {agg['dev'].get(es.primary + '@5')} "
-            f"test {agg['test'].get(es.primary + '@5')} ({time.perf_counter() - t0:.0f}s)")
+        scores = _answer(kb, questions, ds)
+        out["configs"][name] = _aggregate(scores)
+        _log_row(log, es, name, out["configs"][name], t0)
+    for label, args, names_here in BUILD_VARIANTS:
+        wanted = [c for c in names_here if not names or f"{c}, {label}" in names]
+        if not wanted:
+            continue
+        folder = "index_" + "_".join(a.strip("-").replace("-", "_") for a in args)
+        ensure_index(base / "corpus", base / folder, [*es.index_args, *args], base / "logs" / f"{folder}.log")
+        v_reader, v_data, v_embedder, _ = _open(base / folder)
+        for c in wanted:
+            cfg = default.model_copy(update=dict(configs(default.routes))[c])
+            kb = KnowledgeBase(v_reader, v_data, cfg, v_embedder)
+            t0 = time.perf_counter()
+            scores = _answer(kb, questions, ds)
+            out["configs"][f"{c}, {label}"] = _aggregate(scores)
+            _log_row(log, es, f"{c}, {label}", out["configs"][f"{c}, {label}"], t0)
     return out
+
+
+def _answer(kb, questions: list[dict], ds) -> dict[str, list]:
+    """Every question answered by ``kb``: per-question scores by half."""
+    from vdgr_core.eval import score_result
+
+    scores = {h: [] for h in HALVES}
+    for q in questions:
+        r = kb.query(q["question"], domain=q.get("domain"), version=q.get("version"),
+                     groups=q.get("groups") or (), qid=q["id"])
+        scores[half_of(q["id"])].append(score_result(r.model_dump(), q["gold"], ds.ks))
+    return scores
+
+
+def _aggregate(scores: dict[str, list]) -> dict:
+    from vdgr_core.eval import aggregate
+
+    agg = {h: aggregate(scores[h]) for h in HALVES}
+    agg["all"] = aggregate(scores["dev"] + scores["test"])
+    return agg
+
+
+def _log_row(log, es: EvalSet, name: str, agg: dict, t0: float) -> None:
+    log(f"[ablation] {es.name} / {name}: {es.primary}@5 dev {agg['dev'].get(es.primary + '@5')} "
+        f"test {agg['test'].get(es.primary + '@5')} ({time.perf_counter() - t0:.0f}s)")
 
 
 def check(report: dict) -> list[str]:

@@ -32,7 +32,7 @@ from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import PublishStaged, StageRows
 from vdgr_core.corpus import CorpusScan
-from vdgr_core.indexing.annotate import annotate_or_fall_back
+from vdgr_core.indexing.annotate import annotate_or_fall_back, section_heads
 from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.per_document import content_row_without_vector, document_row
 from vdgr_core.indexing.rows import dead_letter_row, directory_row
@@ -87,11 +87,12 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
     annotated = []
     fallbacks = 0
     try:
+        heads = section_heads([c for d in docs for c in d.chunks])
         for chunk in (c for d in docs for c in d.chunks):     # chunk ids are unique per document
             outcome = annotate_or_fall_back(chunk, client, max_terms=config.max_entities_per_chunk,
                                             summary_sentences=config.summary_sentences,
                                             summary_max_chars=config.summary_max_chars,
-                                            title_entities=config.title_entities)
+                                            title_entities=config.title_entities and chunk.chunk_id in heads)
             if outcome.fallback_reason is not None:
                 fallbacks += 1
                 _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",

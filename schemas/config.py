@@ -225,7 +225,8 @@ class QueryConfig(_Frozen):
     scored at that list's floor, so a weak dense list cannot outvote a decisive BM25 hit).
     The graph route is the second hop: a Personalized PageRank seeded by route 1's first
     ``graph_n`` sections and, with ``graph_beta`` of the restart mass, the question's
-    entities; its ranking replaces route 1's (vdgr_core/query/pipeline.py). Offline
+    entities; its ranking replaces route 1's behind route 1's best section, which stays first
+    (vdgr_core/query/pipeline.py). Offline
     reflection, the TOC route, backtracking and the bridge-entity follow-up are off: each
     loses on at least one development half. Each stays one setting away.
     """
@@ -247,6 +248,9 @@ class QueryConfig(_Frozen):
     graph_n: int = Field(default=5, ge=1)
     graph_m: int = Field(default=200, ge=1)
     graph_beta: float = Field(default=0.05, ge=0, le=1)
+    # the walk brings sections up behind route 1's best section and leaves that one first
+    # (vdgr_core.query.fusion.with_first_hop); False lets the walk's mass reorder the head too
+    graph_keep_head: bool = True
     # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none);
     # the layout stores edges from StoreConfig.graph_synonym_min (0.9), so lower asks no more
     graph_synonym_min: float = Field(default=0.95, ge=0, le=1.01)

@@ -10,7 +10,7 @@ from apache_beam.metrics import Metrics
 from schemas.config import BuildConfig
 from schemas.records import DeadLetter
 from vdgr_core.corpus import task_from_json
-from vdgr_core.indexing.annotate import annotate_or_fall_back
+from vdgr_core.indexing.annotate import annotate_or_fall_back, section_heads
 from vdgr_core.indexing.per_document import AnnotatedDocument
 
 SKIPPED = "skipped"
@@ -65,11 +65,12 @@ class _AnnotateDocumentDoFn(beam.DoFn):
         c = self._config
         before = self._client.total_calls() if self._client is not None else 0
         out = []
+        heads = section_heads(doc.chunks)
         for chunk in doc.chunks:
             outcome = annotate_or_fall_back(chunk, self._client, max_terms=c.max_entities_per_chunk,
                                             summary_sentences=c.summary_sentences,
                                             summary_max_chars=c.summary_max_chars,
-                                            title_entities=c.title_entities)
+                                            title_entities=c.title_entities and chunk.chunk_id in heads)
             if outcome.fallback_reason is not None:
                 self._fallbacks.inc()
                 _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",

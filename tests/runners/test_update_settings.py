@@ -67,3 +67,25 @@ def test_run_update_refuses_other_settings_unless_asked(hashing_index):
         run_update(other)
     report = run_update(other, settings_change=True)
     assert report.plan.config_changed and set(report.plan.affected_domains) == {"hr", "net"}
+
+
+def test_an_index_recorded_before_title_entities_keeps_updating_without_them(hashing_index):
+    corpus, index = hashing_index
+    recorded = dict(IndexReader(index).manifest.config)
+    assert recorded["title_entities"] is True                 # a new build records the default
+    del recorded["title_entities"]                            # as recorded by an older version
+    assert BuildConfig.from_settings(recorded, corpus=corpus, index=index).title_entities is False
+
+
+def test_title_entities_is_a_recorded_setting(tmp_path, capsys):
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    index = str(tmp_path / "index")
+    assert main(["index", corpus, "--index", index, "--embedding", "hashing", "--no-title-entities", "-q"]) == 0
+    _add_section(corpus)
+    assert main(["update", corpus, "--index", index, "-q"]) == 0             # the recorded setting
+    assert IndexReader(index).manifest.config["title_entities"] is False
+    capsys.readouterr()
+    assert main(["update", corpus, "--index", index, "--title-entities", "-q"]) == 2
+    assert "title_entities: False -> True" in capsys.readouterr().err
+    assert main(["update", corpus, "--index", index, "--title-entities", "--new-settings", "-q"]) == 0
+    assert IndexReader(index).manifest.config["title_entities"] is True

@@ -46,3 +46,28 @@ def test_the_title_is_part_of_the_key():
     assert a.chunk.title != b.chunk.title
     assert a.chunk.summary == A.extractive_summary(TEXT, "Pairing", 2, 400)
     assert b.chunk.summary == A.extractive_summary(TEXT, "Galaxy Buds", 2, 400)
+
+
+def test_title_entities_come_first_and_only_when_asked():
+    chunk = _chunk("d/a.md", title="Waylon Payne")
+    with_titles = A.annotate_offline(chunk, max_terms=24, summary_sentences=2, summary_max_chars=400)
+    without = A.annotate_offline(chunk, max_terms=24, summary_sentences=2, summary_max_chars=400,
+                                 title_entities=False)
+    assert "waylon payne" in with_titles.chunk.entities
+    assert "waylon payne" not in without.chunk.entities
+    assert set(without.chunk.entities) < set(with_titles.chunk.entities)
+    mention = next(m for m in with_titles.mentions if m.norm == "waylon payne")
+    assert (mention.kind, mention.mentions) == ("title", 1)      # the text never names it
+    # the cap counts the title's terms first
+    capped = A.annotate_offline(chunk, max_terms=2, summary_sentences=2, summary_max_chars=400)
+    assert "waylon payne" in capped.chunk.entities and len(capped.chunk.entities) == 2
+
+
+def test_only_the_chunk_opening_a_section_gets_its_title():
+    from dataclasses import replace
+
+    a1 = _chunk("d/a.md", text="First part of pairing.")
+    a2 = replace(_chunk("d/a.md", text="Second part of pairing."), position=1)
+    b1 = replace(_chunk("d/a.md", text="Other section.", title="Reset"), parent_id="p-other", position=2)
+    assert A.section_heads([a1, a2, b1]) == frozenset({a1.chunk_id, b1.chunk_id})
+    assert A.section_heads([]) == frozenset()

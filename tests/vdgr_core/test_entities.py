@@ -178,3 +178,17 @@ def test_no_beam_import():
     code = ("import sys, vdgr_core.entities, vdgr_core.cooccurrence, vdgr_core.summarize; "
             "assert 'apache_beam' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_title_terms_name_the_whole_short_title_first():
+    from vdgr_core.entities import title_terms
+
+    got = title_terms("It'll Be Me (Jerry Lee Lewis song)")
+    assert [(t.name, t.kind) for t in got] == [("It'll Be Me", "title"), ("Jerry Lee Lewis", "multiword")]
+    assert got[0].norm == normalize_term("It'll Be Me")
+    # a heading longer than TITLE_MAX_WORDS is a phrase: only the terms inside it
+    assert [t.kind for t in title_terms("How to connect your phone to a TV with a cable")] == ["acronym"]
+    assert title_terms("") == [] and title_terms("   ") == []
+    # no repeats: the whole title and an extracted term with the same key count once
+    assert [t.norm for t in title_terms("Wi-Fi")] == ["wifi"]
+    assert title_terms("Wi-Fi Direct") == title_terms("  Wi-Fi   Direct ")

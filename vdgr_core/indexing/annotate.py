@@ -1,8 +1,8 @@
 """Per-chunk annotation: a summary and the technical terms, offline or with one LLM call.
 
-With ``title_entities`` (the default build setting) a chunk's terms start with the terms of its
-section's title (:func:`vdgr_core.entities.title_terms`), then the terms of its text, at most
-``max_terms`` in all.
+With ``title_entities`` (the default build setting) the terms of the chunk that opens a section
+(:func:`section_heads`) start with the terms of the section's title
+(:func:`vdgr_core.entities.title_terms`), then the terms of its text, at most ``max_terms`` in all.
 """
 from __future__ import annotations
 
@@ -45,6 +45,22 @@ def annotate_offline(chunk: Chunk, *, max_terms: int, summary_sentences: int,
     summary, terms = _offline_text_annotation(chunk.text, chunk.title, max_terms, summary_sentences,
                                               summary_max_chars, title_entities)
     return _finish(chunk, summary, terms)
+
+
+def section_heads(chunks: Sequence[Chunk]) -> frozenset[str]:
+    """Ids of the chunks that open their section: the first of each ``parent_id`` in order.
+
+    Only these get the title's entities: the heading stands before the section's first chunk,
+    and one edge per section is enough to reach it (evidence is per section), where an edge
+    from every chunk of a long section would let the walk's mass circle inside that section.
+    """
+    seen: set[str] = set()
+    heads = []
+    for c in chunks:
+        if c.parent_id not in seen:
+            seen.add(c.parent_id)
+            heads.append(c.chunk_id)
+    return frozenset(heads)
 
 
 def with_title_terms(title: str, terms: Sequence[Term], max_terms: int) -> list[Term]:

@@ -197,12 +197,17 @@ def cap_per_document(hits: Sequence[SectionHit], doc_of: np.ndarray, k: int) -> 
     return filled + held[need:]
 
 
-def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: int) -> SectionList:
-    """The graph walk's sections (best first) carrying what the first hop knew of them.
+def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: int,
+                   keep_head: bool = True) -> SectionList:
+    """The graph walk's sections (best first) carrying what the first hop knew of them, behind
+    the first hop's best section.
 
-    A section both hold keeps the first hop's matched rows first and both routes; first-hop
-    sections the walk did not reach follow the walk's, in their order, so a domain without a
-    graph gives route 1's list back. At most ``limit`` sections.
+    The walk is a second hop: it brings bridges up behind the first hop's best evidence, and
+    does not displace it: with ``keep_head`` the first hop's best section stays first, scored
+    as the walk's best (bench.ablation, row "full, walk reorders the head"). A section both
+    hold keeps the first hop's matched rows first and both routes; first-hop sections the walk
+    did not reach follow the walk's, in their order, so a domain without a graph gives route
+    1's list back. At most ``limit`` sections.
     """
     first = {h.section: h for h in first_hop}
     out: list[SectionHit] = []
@@ -214,4 +219,8 @@ def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: in
         out.append(h)
     floor = min((h.score for h in out), default=0.0)
     out += [SectionHit(h.section, floor, h.rows, h.routes) for h in first_hop if h.section in first]
+    if keep_head and first_hop and out and out[0].section != first_hop[0].section:
+        at = next(i for i, h in enumerate(out) if h.section == first_hop[0].section)
+        head = out.pop(at)
+        out.insert(0, SectionHit(head.section, max(head.score, out[0].score), head.rows, head.routes))
     return SectionList(walk.route, out[:limit])

@@ -6,9 +6,10 @@ are fused by one method (``QueryConfig.route_fusion``) with per-route weights
 
 The graph route is a second hop, not a rival list: when route 1 (BM25, dense or hybrid) runs
 too, the walk starts from route 1's fused sections (HippoRAG 2 seeds its PageRank with the
-dense hits) and its ranking *replaces* route 1's list in the fusion. The first-hop evidence
-keeps the restart mass, so it stays on top, and passages that share entities with it (the
-bridges of a multi-hop question) move up behind it. Fusing the walk as one more list beside
+dense hits) and its ranking *replaces* route 1's list in the fusion, behind route 1's best
+section, which stays first (``QueryConfig.graph_keep_head``). The first-hop evidence keeps the
+restart mass, so it stays near the top, and passages that share entities with it (the bridges
+of a multi-hop question) move up behind it. Fusing the walk as one more list beside
 route 1 instead counted route 1's evidence twice and lost the walk's deep recall
 (bench/fusion_study.py).
 """
@@ -89,7 +90,7 @@ class Retriever:
                 out = by_section(self._graph.search(question, qvec, scope, domains, n * CHUNKS_PER_SECTION,
                                                     trace, seeds), of_row, n)
                 if first_hop is not None:
-                    out = with_first_hop(out, first_hop, n)
+                    out = with_first_hop(out, first_hop, n, cfg.graph_keep_head)
             else:  # pragma: no cover - QueryConfig validates route names
                 raise ValueError(f"unknown route {route!r}")
         return out

@@ -170,3 +170,18 @@ def test_synonym_edges_join_near_identical_entity_vectors_only():
     many /= np.linalg.norm(many, axis=1, keepdims=True)
     out = synonym_edges(many, 0.95, per_node=2).toarray()
     assert (out[0] > 0).sum() == 2 and out[0, 1] > 0 and out[0, 2] > 0
+
+
+def test_with_first_hop_keeps_route_1s_best_section_first():
+    first = [SectionHit(1, 3.0, (10,), ("hybrid",)), SectionHit(2, 2.0, (20,), ("hybrid",))]
+    walk = SectionList("graph", [SectionHit(9, 0.6, (90,), ("graph",)), SectionHit(2, 0.3, (20,), ("graph",)),
+                                 SectionHit(1, 0.2, (10, 11), ("graph",))])
+    out = with_first_hop(walk, first, limit=10).hits
+    assert [h.section for h in out] == [1, 9, 2]            # the head stays; the walk orders the rest
+    assert out[0].score == 0.6 and out[0].rows == (10, 11) and out[0].routes == ("hybrid", "graph")
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+    # the head the walk did not reach still leads
+    unreached = SectionList("graph", [SectionHit(9, 0.6, (90,), ("graph",))])
+    assert [h.section for h in with_first_hop(unreached, first, 10).hits] == [1, 9, 2]
+    # keep_head=False: the walk's order alone
+    assert [h.section for h in with_first_hop(walk, first, 10, keep_head=False).hits] == [9, 2, 1]
