@@ -114,9 +114,9 @@ class BuildConfig(_Frozen):
     summary_sentences: int = Field(default=2, ge=1, le=10)
     summary_max_chars: int = Field(default=400, ge=50)
     max_entities_per_chunk: int = Field(default=24, ge=1)
-    # a chunk's entities start with its section title's (vdgr_core.entities.title_terms): the
-    # graph links a section to every passage that names its title, the bridge of a multi-hop
-    # question (bench.ablation, MuSiQue development half)
+    # the entities of the chunk that opens a section start with its title's
+    # (vdgr_core.entities.title_terms): the graph links the section to every passage that names
+    # its title, the bridge of a multi-hop question (bench.ablation, MuSiQue development half)
     title_entities: bool = True
     # An update whose arriving (added or changed) documents number at most this is processed in
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The

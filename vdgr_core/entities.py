@@ -429,9 +429,10 @@ def title_terms(title: str) -> list[Term]:
 
     A section is about its title (a Wikipedia passage about "Waylon Payne", a manual section
     "Wi-Fi Direct"), yet its text often names the subject by pronoun or not at all, so the
-    text's own terms leave it out. Linking every chunk of the section to its title makes a
-    passage reachable from any other passage that names the title (the bridge of a multi-hop
-    question) and lets a question that names the title seed the graph walk there.
+    text's own terms leave it out. Linking the section (its opening chunk, see
+    :func:`vdgr_core.indexing.annotate.section_heads`) to its title makes it reachable from any
+    other passage that names the title (the bridge of a multi-hop question) and lets a question
+    that names the title seed the graph walk there.
 
     The whole title is one term of kind ``title`` when, without a trailing parenthesised
     qualifier (``It'll Be Me (Jerry Lee Lewis song)`` -> ``It'll Be Me``), it has at most
@@ -476,7 +477,7 @@ def entity_importance(kind: str, frequency: int, chunk_frequency: int, n_chunks:
     Parameters
     ----------
     kind:
-        Term kind (acronym, identifier, camel, versioned, multiword, phrase, llm).
+        Term kind (acronym, identifier, camel, versioned, multiword, title, phrase, llm).
     frequency:
         Total mentions of the entity in the domain.
     chunk_frequency:
