@@ -583,7 +583,8 @@ class _RowUpdate:
         redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
         out = {d: ref for d, ref in m.layouts.items() if d not in redo}
         latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
-        previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale})
+        previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale},
+                                self._reader.block_file)
         deltas = {d: _domain_delta(changes, d) for d in previous}
         out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store),
                                  previous=previous, deltas=deltas))
@@ -625,11 +626,11 @@ class _OpenedOnUse(Mapping):
     touched leave the process (at 1M chunks, keeping all 33 domains' maps open added ~1.2 GB of
     file-backed RSS to the update's peak)."""
 
-    def __init__(self, folders: dict[str, str]):
-        self._folders = folders
+    def __init__(self, folders: dict[str, str], block_file):
+        self._folders, self._block_file = folders, block_file
 
     def __getitem__(self, domain: str) -> DomainLayout:
-        return DomainLayout(self._folders[domain])
+        return DomainLayout(self._folders[domain], self._block_file)
 
     def __contains__(self, domain) -> bool:       # Mapping's default would open the layout
         return domain in self._folders

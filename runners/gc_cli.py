@@ -26,5 +26,6 @@ def run(args) -> int:
         print(f"vdgr gc: error: {exc}", file=sys.stderr)
         return 2
     print(f"removed {r.lance_versions_removed} table versions, "
-          f"{r.shard_folders_removed} BM25 shard folders, {r.staging_runs_removed} staging runs")
+          f"{r.shard_folders_removed} BM25 shard and layout folders, {r.vector_blocks_removed} vector blocks, "
+          f"{r.staging_runs_removed} staging runs")
     return 0

@@ -13,6 +13,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
 from tests.pipelines.test_update_property import _snapshot
 from tests.support.corpus import write_corpus
+from tests.support.layouts import strip_layout_vectors
 from vdgr_core.corpus import scan_corpus
 from vdgr_core.store import domain_layout
 from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
@@ -20,6 +21,7 @@ from vdgr_core.store.domain_layout import DomainLayout, layout_format
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.vector_blocks import BlockedVectors
 
 TOPICS = ["router firmware", "antenna band", "uplink port", "battery charger", "screen brightness",
           "camera mode", "signal strength", "network switch"]
@@ -77,6 +79,36 @@ def test_update_deletes_and_adds_only_the_rows_of_the_changed_document(tmp_path)
     assert after.shard("net").search("warranty", 5, SearchScope())
 
 
+def test_update_writes_and_reads_only_the_vector_blocks_of_the_changed_document(tmp_path, monkeypatch):
+    corpus, index = write_corpus(str(tmp_path / "c"), _files(64)), str(tmp_path / "i")
+    _age(corpus)
+    run_build(_cfg(corpus, index))
+
+    def blocks() -> set[str]:
+        return set(os.listdir(os.path.join(index, "vectors", "net")))
+
+    before = blocks()
+    meta = DomainLayout(IndexReader(index).layout_folder("net")).meta["vector_blocks"]
+    assert {k: len(v["blocks"]) for k, v in meta.items()} == {"content": 4, "dir": 8}   # 64 documents; folders too
+    opened = []
+    real = BlockedVectors.block
+    monkeypatch.setattr(BlockedVectors, "block", lambda self, b: opened.append(self.names[b]) or real(self, b))
+    with open(os.path.join(corpus, "net/v1/doc07.md"), "a", encoding="utf-8") as f:
+        f.write("\n## Warranty\n\nThe warranty of the SKU-1007 covers the router firmware.\n")
+    run_update(_cfg(corpus, index))
+    new = blocks() - before
+    # read and written again: the document's content block, its directory block, and the block
+    # of the folders above it (summarized again: when a summary comes out the same, that block's
+    # bytes and name do too, and no file is new); each read once, the others not at all
+    assert len(opened) == len(set(opened)) <= 3 and 2 <= len(new) <= len(opened)
+    lay = DomainLayout(IndexReader(index).layout_folder("net"))
+    named = {n + ".npy" for spec in lay.meta["vector_blocks"].values() for n in spec["blocks"] if n}
+    assert new <= named and len(named - new) >= 9
+    fresh = str(tmp_path / "fresh")
+    run_build(_cfg(corpus, fresh))
+    assert IndexReader(fresh).manifest.layouts == IndexReader(index).manifest.layouts
+
+
 def test_update_of_subshards_and_vector_indexes_equals_a_rebuild(tmp_path):
     files = _files(24)
     corpus = write_corpus(str(tmp_path / "c"), files)
@@ -129,14 +161,6 @@ def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     assert len(read) == 10
 
 
-def _strip_vectors(index: str) -> None:
-    """Remove the vectors from every layout (format 1 layouts held none)."""
-    for folder, _, files in os.walk(os.path.join(index, "layout")):
-        for name in ("content_vectors.npy", "dir_vectors.npy"):
-            if name in files:
-                os.remove(os.path.join(folder, name))
-
-
 def test_update_rewrites_layouts_of_an_older_format_from_the_tables(tmp_path, monkeypatch):
     files = {**_files(6), "hr/_meta.yaml": "description: People\n",
              "hr/leave.md": "# Leave\n\n## Annual\n\nStaff get 25 days of annual leave.\n"}
@@ -144,7 +168,7 @@ def test_update_rewrites_layouts_of_an_older_format_from_the_tables(tmp_path, mo
     with monkeypatch.context() as m:          # the build of an older version
         m.setattr(domain_layout, "FORMAT", 1)
         run_build(_cfg(corpus, live))
-    _strip_vectors(live)
+    strip_layout_vectors(live)
     old = IndexReader(live)
     assert all(layout_format(old.layout_folder(d)) == 1 for d in old.manifest.layouts)
     with open(os.path.join(corpus, "net/v1/doc01.md"), "a", encoding="utf-8") as f:
@@ -166,7 +190,7 @@ def test_update_without_a_changed_document_still_writes_layouts_of_an_older_form
     with monkeypatch.context() as m:          # the build of an older version
         m.setattr(domain_layout, "FORMAT", 1)
         run_build(_cfg(corpus, live))
-    _strip_vectors(live)
+    strip_layout_vectors(live)
     report = run_update(_cfg(corpus, live))
     assert report.plan.empty and report.build is not None
     run_build(_cfg(corpus, fresh))

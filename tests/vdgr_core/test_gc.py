@@ -12,6 +12,8 @@ from tests.support.corpus import write_corpus
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.gc import collect_garbage
 from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.domain_layout import DomainLayout
+from vdgr_core.store.vector_blocks import blocks_named
 
 
 def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
@@ -30,6 +32,12 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     assert live.shard_folders("net") != [old_shard] and live.layouts["net"].folder != old_graph
     report = collect_garbage(index, keep=dt.timedelta(0))
     assert report.shard_folders_removed == 2 and report.staging_runs_removed == 1   # BM25 + layout
+    # the old layout's vector blocks the new one does not name (the domain's one block of each kind)
+    named = {os.path.normpath(os.path.join(index, rel)) for rel in blocks_named(
+        [DomainLayout(os.path.join(index, ref.folder)).meta for ref in live.layouts.values()])}
+    on_disk = {os.path.normpath(os.path.join(index, "vectors", d, f))
+               for d in os.listdir(os.path.join(index, "vectors")) for f in os.listdir(os.path.join(index, "vectors", d))}
+    assert report.vector_blocks_removed == 2 and on_disk == named
     assert report.lance_versions_removed > 0
     assert not os.path.exists(os.path.join(index, old_shard))
     assert not os.path.exists(os.path.join(index, old_graph))

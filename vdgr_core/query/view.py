@@ -362,7 +362,8 @@ class IndexView:
             with self._lock:
                 lay = self._layouts.get(domain)
                 if lay is None:
-                    lay = self._layouts[domain] = DomainLayout(self.reader.layout_folder(domain))
+                    lay = self._layouts[domain] = DomainLayout(self.reader.layout_folder(domain),
+                                                                self.reader.block_file)
         return lay
 
     def store_column(self, domain: str, store: str, name: str):

@@ -20,16 +20,18 @@ file                           what
 ``content_version.npy``,       ``int32`` codes into ``meta.versions`` / ``meta.collections``
 ``content_collection.npy``
 ``content_position.npy``       ``int64`` position of each content in its document
-``content_vectors.npy``        ``float32`` ``nc x dim``: each content's embedding, as in the
-                               table (absent when a row has none): a scoped dense search
-                               scans its domains' rows exactly
+``content_block_ptr/_rows/     where each content's embedding lives: the vectors are in
+_slot.npy``                    blocks shared between layout versions,
+                               ``vectors/<domain>/<digest>.npy``, grouped by source document
+                               (vdgr_core/store/vector_blocks.py; absent when a row has none):
+                               a scoped dense search scans its domains' rows exactly
 ``section_ptr.npy``,           CSR: the contents of each section in reading order (position,
 ``section_rows.npy``           then id)
 ``section_doc.npy``            ``int32`` source file of each section (rank in sorted sources)
 ``section_dir.npy``            ``int32`` directory of the section's node (``-1``: none)
 ``dir_ids.npy``                ``S32`` node ids, sorted: local directory ``j``
 ``dir_parent.npy``             ``int32`` parent directory (``-1``: a root)
-``dir_vectors.npy``            ``float32`` ``nd x dim``: each directory's embedding (likewise)
+``dir_block_ptr/_rows/_slot``  each directory's embedding, likewise
 ``dir_acl.npy``, ...           ``int32`` ACL class, version and collection codes of directories
 ``dir_children_ptr/_idx.npy``  CSR: child directories (sorted)
 ``dir_contents_ptr/_idx.npy``  CSR: contents whose parent node is the directory (sorted)
@@ -52,13 +54,19 @@ file                           what
 ``entities.arrow``             name, norm of each entity
 ``meta.json``                  format, domain, counts, ``acl_classes``, ``versions``,
                                ``collections``, ``visible`` (the (acl class, collection,
-                               version) combinations present among contents), ``synonym_min``
+                               version) combinations present among contents), ``synonym_min``,
+                               ``vector_blocks`` (per kind: ``dim`` and each block's name)
 =============================  =============================================================
 
 Index arrays of a CSR are ``int32`` (a domain holds fewer than 2**31 edges), so scipy wraps
-the memory maps without copying them. The folder's digest covers every file: equal rows give
+the memory maps without copying them. The folder's digest covers every file, and through
+``meta.json`` the names of its vector blocks (each named by its bytes' digest): equal rows give
 an equal folder name, whether a build or an update wrote it (an update rebuilds a changed
-domain's rows from its previous layout plus the delta, vdgr_core/store/layout_rows.py).
+domain's rows from its previous layout plus the delta, vdgr_core/store/layout_rows.py, and
+writes only the vector blocks of the documents it changed).
+
+Format 2 layouts held ``content_vectors.npy`` and ``dir_vectors.npy`` whole; they are still read
+(:meth:`DomainLayout.vectors`), and an update writes them again in the current format.
 """
 from __future__ import annotations
 
@@ -71,16 +79,17 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from scipy import sparse
 
-from vdgr_core.store.location import IndexLocation
+from vdgr_core.store.location import IndexLocation, make_durable
+from vdgr_core.store.vector_blocks import BlockedVectors
 
-FORMAT = 2                   # 2: content and directory vectors
+FORMAT = 3                   # 2: content and directory vectors; 3: in shared blocks
 BATCH_ROWS = 65_536          # rows per record batch of the document store files
 STORE_FILES = ("contents.arrow", "directories.arrow", "entities.arrow")
 
@@ -150,9 +159,9 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
             path = os.path.join(tmp, name)
             with open(path, "wb") as f:
                 writers[name](f)
-                f.flush()
-                os.fsync(f.fileno())
             _hash_file(h, name, path)
+        if parent is not None:        # durable before it is renamed into place (one syncfs)
+            make_durable([os.path.join(tmp, name) for name in writers], tmp)
         rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
         ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
                         counts["documents"])
@@ -182,10 +191,19 @@ class DomainLayout:
     ----------
     folder : str
         A local layout folder (``IndexReader.layout_folder``).
+    block_file : callable, optional
+        The local path of a vector block from its path under the index root
+        (``IndexReader.block_file``: a remote index's blocks are fetched to a local cache); by
+        default the index holding ``folder``.
     """
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, block_file: Optional[Callable[[str], str]] = None):
         self.folder = folder
+        if block_file is None:
+            root = os.path.normpath(os.path.join(folder, os.pardir, os.pardir, os.pardir))
+            block_file = lambda rel: os.path.join(root, *rel.split("/"))  # noqa: E731
+        self._block_file = block_file
+        self._vectors: dict[str, object] = {}
         with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
             self.meta = json.load(f)
         self.domain: str = self.meta["domain"]
@@ -219,13 +237,25 @@ class DomainLayout:
                 self._stores[name] = t
         return t
 
-    def vectors(self, kind: str) -> Optional[np.ndarray]:
-        """The embeddings of ``kind`` (``content`` or ``dir``) in local order, memory-mapped;
-        ``None`` when the layout holds none (the table is searched instead)."""
-        name = f"{kind}_vectors"
-        if name not in self._arrays and not os.path.exists(os.path.join(self.folder, name + ".npy")):
+    def vectors(self, kind: str):
+        """The embeddings of ``kind`` (``content`` or ``dir``) in local order: a
+        :class:`~vdgr_core.store.vector_blocks.BlockedVectors` over the layout's blocks (a
+        format 2 layout: its memory-mapped matrix); ``None`` when the layout holds none (the
+        table is searched instead)."""
+        got = self._vectors.get(kind)
+        if got is not None:
+            return got
+        spec = (self.meta.get("vector_blocks") or {}).get(kind)
+        if spec is not None:
+            got = BlockedVectors(self._block_file, self.domain, spec["blocks"], self.array(f"{kind}_block_ptr"),
+                                 self.array(f"{kind}_block_rows"), self.array(f"{kind}_block_slot"), spec["dim"])
+        elif os.path.exists(os.path.join(self.folder, f"{kind}_vectors.npy")):
+            got = self.array(f"{kind}_vectors")
+        else:
             return None
-        return self.array(name)
+        with self._lock:
+            self._vectors[kind] = got
+        return got
 
     def csr(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
         """(pointers, indices) of the CSR ``prefix`` (``dir_children``, ``dir_contents``, ...)."""

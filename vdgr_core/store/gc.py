@@ -3,7 +3,8 @@
 Every build and update adds LanceDB table versions and may publish new tantivy shard folders;
 a crash can leave a staging folder or a half-built shard. ``collect_garbage`` removes, when
 older than ``keep``: LanceDB versions other than the ones the current manifest names, shard
-and layout folders (and format 2 graph folders) the manifest does not name, leftover ``.building-*`` shards and ``_staging`` runs.
+and layout folders (and format 2 graph folders) the manifest does not name, vector block files
+(``vectors/``) none of its layouts names, leftover ``.building-*`` shards and ``_staging`` runs.
 ``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
 ``optimize`` also compacts small fragments; when that commits a new version of a table the
 manifest names (same rows), the manifest is rewritten, atomically, to name it.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import os
 import shutil
 import time
@@ -28,6 +30,7 @@ from vdgr_core.store.lance_store import connect, has_table
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import read_manifest, write_manifest
+from vdgr_core.store.vector_blocks import blocks_named
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class GcReport:
     lance_versions_removed: int
     shard_folders_removed: int        # BM25 shard and layout folders
     staging_runs_removed: int
+    vector_blocks_removed: int = 0    # vector block files no layout of the manifest names
 
 
 def _older_than(path: str, keep_s: float) -> bool:
@@ -90,14 +94,24 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
     keep_s = keep.total_seconds()
     live = {os.path.normpath(os.path.join(index_dir, f))
             for f in [*manifest.all_shard_folders(), *(ref.folder for ref in manifest.layouts.values())]}
-    shards = 0
-    for kind in ("tantivy", "layout", "graph"):   # BM25 sub-shards, layouts (graph: format 2's CSR folders)
+    metas = []
+    for ref in manifest.layouts.values():
+        with open(os.path.join(index_dir, ref.folder, "meta.json"), encoding="utf-8") as f:
+            metas.append(json.load(f))
+    live |= {os.path.normpath(os.path.join(index_dir, rel)) for rel in blocks_named(metas)}
+    shards = blocks = 0
+    for kind in ("tantivy", "layout", "graph", "vectors"):   # BM25 sub-shards, layouts (graph: format 2's CSR folders)
         root = os.path.join(index_dir, kind)
         for domain in sorted(os.listdir(root)) if os.path.isdir(root) else []:
             folder = os.path.join(root, domain)
             for shard in sorted(os.listdir(folder)):
                 path = os.path.normpath(os.path.join(folder, shard))
-                if path not in live and _older_than(path, keep_s):
+                if path in live or not _older_than(path, keep_s):
+                    continue
+                if kind == "vectors":              # a block file (or a temporary one a crash left)
+                    os.remove(path)
+                    blocks += 1
+                else:
                     shutil.rmtree(path, ignore_errors=True)
                     shards += 1
     runs = 0
@@ -107,4 +121,4 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
         if _older_than(path, keep_s):
             shutil.rmtree(path, ignore_errors=True)
             runs += 1
-    return GcReport(versions, shards, runs)
+    return GcReport(versions, shards, runs, blocks)

@@ -24,13 +24,14 @@ from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
                                          rows_of_layout)
+from vdgr_core.store.vector_blocks import BlockAssignment, write_blocks
 
 _log = logging.getLogger("vdgr.store")
 
 CONTENT_COLUMNS = ("chunk_id", "source", "parent_id", "position", "version", "collection", "acl", "text",
                    "title", "path", "page", "flags", "vector")
 DIRECTORY_COLUMNS = ("node_id", "parent_id", "version", "collection", "acl", "full_path", "title", "summary",
-                     "kind", "level", "vector")
+                     "kind", "level", "source", "vector")
 ENTITY_COLUMNS = ("entity_id", "name", "norm")
 EDGE_COLUMNS = ("kind", "src", "dst", "weight")
 
@@ -42,7 +43,8 @@ CONTENT_STORE = pa.schema([("text", pa.string()), ("title", pa.string()), ("sour
                            ("path", _STR_LIST), ("parent_id", pa.string()), ("page", pa.int32()),
                            ("flags", _STR_LIST), ("version", pa.string()), ("collection", pa.string())])
 DIRECTORY_STORE = pa.schema([("title", pa.string()), ("full_path", _STR_LIST), ("summary", pa.string()),
-                             ("kind", pa.string()), ("level", pa.int32()), ("parent_id", pa.string())])
+                             ("kind", pa.string()), ("level", pa.int32()), ("parent_id", pa.string()),
+                             ("source", pa.string())])
 ENTITY_STORE = pa.schema([("name", pa.string()), ("norm", pa.string())])
 
 
@@ -168,8 +170,9 @@ def _graph(content_ids: np.ndarray, entity_ids: np.ndarray, edges: EdgeList) -> 
 
 
 def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
-             options: LayoutOptions = LayoutOptions()) -> tuple[dict, dict, dict]:
-    """The arrays, document stores and meta of ``domain``'s layout (see domain_layout.py).
+             options: LayoutOptions = LayoutOptions()) -> tuple[dict, dict, dict, dict]:
+    """The arrays, document stores and meta of ``domain``'s layout (see domain_layout.py), and
+    its vectors to be written in blocks: kind -> (row vectors, ``BlockAssignment``).
 
     ``entity_vectors`` (one row per entity of ``rows.entities``, in its order) give the synonym
     edges."""
@@ -227,9 +230,13 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
         "label_keys": label_keys.astype(np.uint64), "label_ptr": np.append(first, len(p.keys)).astype(np.int64),
         "label_dirs": p.dirs.astype(np.int32), "label_tf": p.tfs.astype(np.float32), "label_len": p.lengths,
     }
-    for name, vectors in (("content_vectors", rows.content_vectors), ("dir_vectors", rows.dir_vectors)):
+    # vectors: grouped into blocks by source document (vdgr_core/store/vector_blocks.py)
+    blocks = {}
+    for kind, vectors, table in (("content", rows.content_vectors, contents), ("dir", rows.dir_vectors, directories)):
         if vectors is not None:
-            arrays[name] = vectors
+            assignment = BlockAssignment.of_sources(table.column("source"))
+            arrays.update(assignment.arrays(kind))
+            blocks[kind] = (vectors, assignment)
 
     # ---- entities and the graph
     entity_ids = ids_of(entities.column("entity_id"))
@@ -263,13 +270,14 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
         "visible": [[int(a), int(c), int(v)] for a, c, v in combos.T], "graph": bool(options.graph),
         "synonym_min": float(options.synonym_min), "synonyms_per_entity": SYNONYMS_PER_ENTITY,
     }
-    return arrays, stores, meta
+    return arrays, stores, meta, blocks
 
 
 def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entities: pa.Table, edges: pa.Table,
                  options: LayoutOptions = LayoutOptions(), entity_vectors: Optional[Mapping[str, np.ndarray]] = None
-                 ) -> tuple[dict, dict, dict]:
-    """The layout of one domain's table rows (any order; other domains' rows filtered out).
+                 ) -> tuple[dict, dict, dict, dict]:
+    """The layout of one domain's table rows (any order; other domains' rows filtered out), as
+    :func:`assemble` returns it.
 
     ``entity_vectors``: entity id -> vector; by default the ``vector`` column of ``entities``."""
     rows = domain_rows(contents, directories, entities, edges)
@@ -353,8 +361,14 @@ def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterab
                 else {}
         if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
             continue
-        arrays, stores, meta = assemble(domain, rows, _aligned(rows, vectors), options)
+        arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, vectors), options)
         del rows, vectors
+        meta["vector_blocks"] = {}
+        for kind, (row_vectors, assignment) in sorted(blocks.items()):
+            done = write_blocks(index_root, domain, row_vectors, assignment)
+            meta["vector_blocks"][kind] = {"dim": int(row_vectors.shape[1]), "blocks": done.names}
+            _log.debug("%s %s vectors: %d blocks written, %d kept", domain, kind, done.written, done.reused)
+        del blocks
         out[domain] = publish_layout(index_root, domain, arrays, stores, meta)
         _log.debug("layout of %s: %s", domain, out[domain].folder)
         del arrays, stores

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from schemas import tables as T
 from vdgr_core.labels import content_words_of, label_keys_of
+from vdgr_core.store.vector_blocks import BlockedVectors, PatchedVectors, RowVectors
 
 _STR_LIST = pa.list_(pa.string())
 VECTOR = pa.list_(pa.float32())      # a row's embedding (null: the table had none)
@@ -30,7 +31,7 @@ CONTENT_ROWS = pa.schema([("chunk_id", pa.string()), ("text", pa.string()), ("ti
 DIRECTORY_ROWS = pa.schema([("node_id", pa.string()), ("parent_id", pa.string()), ("title", pa.string()),
                             ("full_path", _STR_LIST), ("summary", pa.string()), ("kind", pa.string()),
                             ("level", pa.int32()), ("version", pa.string()), ("collection", pa.string()),
-                            ("acl_key", pa.string())])
+                            ("acl_key", pa.string()), ("source", pa.string())])
 ENTITY_ROWS = pa.schema([("entity_id", pa.string()), ("name", pa.string()), ("norm", pa.string())])
 
 
@@ -69,13 +70,12 @@ class DomainRows:
     entities: pa.Table       # ENTITY_ROWS, sorted by entity_id
     edges: EdgeList
     postings: Postings
-    # each content's / directory's embedding in the rows' order (float32, n x dim; None when a
-    # row has none or the rows disagree on the length: the layout then holds none). A numpy
-    # matrix, not a list column: an update reorders a domain's vectors with one fancy index
-    # over the previous layout's memory map (an Arrow take of a list<float32> column copied them
-    # through offsets: 12.7 s of a 1M-chunk update)
-    content_vectors: Optional[np.ndarray] = None
-    dir_vectors: Optional[np.ndarray] = None
+    # each content's / directory's embedding in the rows' order (n x dim; None when a row has
+    # none or the rows disagree on the length: the layout then holds none). A build has a
+    # float32 matrix; an update a PatchedVectors over the previous layout's blocks
+    # (vdgr_core/store/vector_blocks.py), read only where a block is written again
+    content_vectors: Optional[RowVectors] = None
+    dir_vectors: Optional[RowVectors] = None
 
 
 # ------------------------------------------------------------------ column helpers
@@ -145,7 +145,8 @@ def normalize_directories(table: pa.Table) -> tuple[pa.Table, Optional[np.ndarra
     t = pa.table([strings(table, "node_id"), strings(table, "parent_id"), column(table, "title", pa.string()),
                   lists(table, "full_path"), strings(table, "summary"), column(table, "kind", pa.string()),
                   pc.fill_null(column(table, "level", pa.int32()), 0), strings(table, "version"),
-                  strings(table, "collection"), _acl_keys(table)], schema=DIRECTORY_ROWS)
+                  strings(table, "collection"), _acl_keys(table), strings(table, "source")],
+                 schema=DIRECTORY_ROWS)
     return _sorted_with_vectors(t, "node_id", table)
 
 
@@ -242,7 +243,7 @@ def rows_of_layout(lay) -> DomainRows:
     dirs = pa.table([ids("dir_ids"), ds.column("parent_id"), ds.column("title"), ds.column("full_path"),
                      ds.column("summary"), ds.column("kind"), ds.column("level"),
                      decode(lay.array("dir_version"), versions), decode(lay.array("dir_collection"), collections),
-                     decode(lay.array("dir_acl"), classes)], schema=DIRECTORY_ROWS)
+                     decode(lay.array("dir_acl"), classes), ds.column("source")], schema=DIRECTORY_ROWS)
     es = lay.store("entities")
     entities = pa.table([ids("entity_ids"), es.column("name"), es.column("norm")], schema=ENTITY_ROWS)
     # graph: each edge once (content -> entity, or the lower entity -> the higher one)
@@ -255,7 +256,7 @@ def rows_of_layout(lay) -> DomainRows:
     postings = Postings(np.repeat(keys, np.diff(ptr)), np.asarray(lay.array("label_dirs"), dtype=np.int64),
                         np.asarray(lay.array("label_tf"), dtype=np.int64),
                         np.asarray(lay.array("label_len"), dtype=np.float32))
-    # the vectors stay memory-mapped: the patch reads the rows it keeps, once
+    # the vectors stay in their blocks: the patch reads only the blocks it writes again
     return DomainRows(contents, dirs, entities, edges, postings, lay.vectors("content"), lay.vectors("dir"))
 
 
@@ -291,17 +292,23 @@ class _Merge:
         out[self.kept] = self.kept_to
         return out
 
-    def vectors(self, old: Optional[np.ndarray], added: Optional[np.ndarray]) -> Optional[np.ndarray]:
-        """The merged rows' vectors: the kept rows of ``old`` (read once, in ascending order: a
-        memory map's pages in sequence) and ``added``, in the merged order. ``None`` when a
-        part with rows has none, or the parts disagree on the length, as a rebuild decides."""
+    def vectors(self, old: Optional[RowVectors], added: Optional[np.ndarray]) -> Optional[RowVectors]:
+        """The merged rows' vectors: the kept rows of ``old`` and ``added``, in the merged
+        order. ``None`` when a part with rows has none, or the parts disagree on the length, as
+        a rebuild decides. From a previous layout's blocks, a :class:`PatchedVectors` that reads
+        them only for the blocks written again; otherwise a matrix (``old`` read once, in
+        ascending order)."""
         parts = [(old, len(self.kept)), (added, len(self.added_to))]
         if self.n == 0 or any(m is None for m, k in parts if k):
             return None
         dims = {m.shape[1] for m, k in parts if k}
         if len(dims) != 1:
             return None
-        out = np.empty((self.n, dims.pop()), dtype=np.float32)
+        dim = dims.pop()
+        if isinstance(old, BlockedVectors) and len(self.kept):
+            return PatchedVectors(old, self.kept, self.kept_to,
+                                  added if added is not None else np.zeros((0, dim), np.float32), self.added_to, self.n)
+        out = np.empty((self.n, dim), dtype=np.float32)
         if len(self.kept):
             out[self.kept_to] = old[self.kept]
         if len(self.added_to):

@@ -245,6 +245,51 @@ def _fsync_folder(folder: str) -> None:
         os.close(dir_fd)
 
 
+_libc = None
+
+
+def _syncfs(fd: int) -> bool:
+    """``syncfs(2)`` on ``fd``'s filesystem (Linux); False where it is not available."""
+    global _libc
+    if _libc is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            _libc.syncfs.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            _libc = False
+    return bool(_libc) and _libc.syncfs(fd) == 0
+
+
+SYNCFS_MIN_FILES = 64      # from this many files one syncfs, below it an fsync of each
+
+
+def make_durable(paths: list[str], folder: str) -> None:
+    """Make the written files ``paths`` (all in ``folder``) durable, and the folder.
+
+    Many files: one ``syncfs`` of their filesystem where the platform has it (one journal
+    commit for all of them: at 1M chunks a build writes ~17,000 vector blocks, and an fsync
+    each cost ~2 ms here). A few: an ``fsync`` of each (a ``syncfs`` costs ~20 ms however
+    little is dirty, and flushes whatever else the filesystem holds)."""
+    if not paths:
+        return
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        if len(paths) >= SYNCFS_MIN_FILES and _syncfs(dir_fd):
+            return
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _exclusive_local_write(path: str, data: bytes) -> bool:
     """Create ``path`` whole with ``data`` unless it exists (a hard link never replaces)."""
     folder = os.path.dirname(path) or "."
@@ -285,4 +330,4 @@ def shard_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "vdgr", "shards")
 
 
-__all__ = ["IndexLocation", "beam_path", "is_remote", "shard_cache_dir"]
+__all__ = ["IndexLocation", "beam_path", "is_remote", "make_durable", "shard_cache_dir"]

@@ -85,6 +85,26 @@ class IndexReader:
         a remote index's layout is copied once to a local cache. KeyError: no layout."""
         return self._local_shard(self.manifest.layouts[domain].folder)
 
+    def block_file(self, rel: str) -> str:
+        """The local path of the vector block ``rel`` (``vectors/<domain>/<digest>.npy``,
+        vdgr_core/store/vector_blocks.py): in the index, or a cached copy of a remote one
+        (blocks are named by their bytes, so a cached copy never goes stale)."""
+        if not self._location.remote:
+            return os.path.join(self.index_dir, *rel.split("/"))
+        cached = os.path.join(shard_cache_dir(), *rel.split("/"))
+        if not os.path.exists(cached):
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".fetching-", dir=os.path.dirname(cached))
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(self._location.read_bytes(rel))
+                os.replace(tmp, cached)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+        return cached
+
     def _local_shard(self, rel: str) -> str:
         """A local folder holding shard ``rel``: in the index, or a cached copy of a remote one."""
         if not self._location.remote:

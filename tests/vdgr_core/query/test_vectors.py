@@ -10,6 +10,7 @@ from pipelines.run_build import run_build
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, QueryConfig, StoreConfig
 from tests.support.corpus import write_corpus
+from tests.support.layouts import strip_layout_vectors
 from vdgr_core.query.knowledge_base import KnowledgeBase
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.store.filters import SearchScope
@@ -74,10 +75,7 @@ def test_a_layout_without_vectors_is_searched_through_the_table(indexes, tmp_pat
     """An index whose layouts hold no vectors (written before they did) still answers alike."""
     copy = str(tmp_path / "old")
     shutil.copytree(indexes[0], copy)
-    for folder, _, files in os.walk(os.path.join(copy, "layout")):
-        for name in files:
-            if name in ("content_vectors.npy", "dir_vectors.npy"):
-                os.remove(os.path.join(folder, name))
+    strip_layout_vectors(copy)
     old = KnowledgeBase.open(copy, QueryConfig(embedding=HASHING))
     new = KnowledgeBase.open(indexes[0], QueryConfig(embedding=HASHING))
     assert not old.vectors.scans(T.CONTENTS, ("net",)) and new.vectors.scans(T.CONTENTS, ("net",))
