@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from vdgr_core.store.vector_blocks import (BlockAssignment, BlockedVectors, PatchedVectors, block_count,
+from vdgr_core.store.vector_blocks import (BlockAssignment, BlockedVectors, PatchedVectors, block_count, mapped_block,
                                            blocks_named, write_blocks, DOCUMENTS_PER_BLOCK)
 
 DIM = 8
@@ -122,3 +122,29 @@ def test_blocks_named_lists_the_files_of_every_layout():
                                                     "dir": {"dim": 4, "blocks": ["cc"]}}},
              {"domain": "hr"}]
     assert blocks_named(metas) == {"vectors/net_hw/aa.npy", "vectors/net_hw/bb.npy", "vectors/net_hw/cc.npy"}
+
+
+def test_mapped_blocks_hold_no_file_descriptor(tmp_path):
+    """A process that has read thousands of blocks must not hold a descriptor for each (Python's
+    mmap keeps one: at 1M chunks a query process hit the open-files limit)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    m = _vectors(3)
+    paths = []
+    for i in range(300):
+        path = tmp_path / f"b{i}.npy"
+        np.save(path, m + i)
+        paths.append(str(path))
+    before = len(os.listdir("/proc/self/fd"))
+    blocks = [mapped_block(p, 3, DIM) for p in paths]
+    assert len(os.listdir("/proc/self/fd")) - before < 10
+    assert all(np.array_equal(b, m + i) for i, b in enumerate(blocks))
+    assert not blocks[0].flags.writeable
+    try:
+        mapped_block(paths[1], 4, DIM)            # the layout and the file disagree
+    except OSError:
+        pass
+    else:
+        raise AssertionError("a block of the wrong shape was accepted")

@@ -22,12 +22,15 @@ layout folders (the property tests/pipelines/test_update_property.py checks).
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import io
 import os
 import re
 import tempfile
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -116,6 +119,88 @@ def _block_bytes(matrix: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+# ---------------------------------------------------------------- memory-mapping blocks
+# Python's mmap (and so np.load(mmap_mode=...)) keeps a duplicate of the file descriptor for as
+# long as the map lives: at 1M chunks a process that had read every block held ~17,000 of them
+# and hit the open-files limit (20,000 here). A block is mapped through libc instead and the
+# descriptor closed at once; the map goes when the last array viewing it does.
+MAX_MAPPED = 16_384          # blocks a process keeps mapped (vm.max_map_count is 65,530 by default)
+_MAPPED: "OrderedDict[str, np.ndarray]" = OrderedDict()
+_MAPPED_LOCK = threading.Lock()
+_libc = None
+
+
+def _mmap_fn():
+    global _libc
+    if _libc is None:
+        try:
+            import ctypes.util
+
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            lib.mmap.restype = ctypes.c_void_p
+            lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_long]
+            lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            _libc = lib
+        except (OSError, AttributeError):
+            _libc = False
+    return _libc
+
+
+def _map_file(path: str) -> Optional[object]:
+    """The bytes of ``path`` mapped read-only, as a ctypes array (unmapped when collected);
+    None where libc's mmap is not available."""
+    lib = _mmap_fn()
+    if not lib:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            raise OSError(f"{path} is empty")
+        addr = lib.mmap(None, size, 1, 1, fd, 0)          # PROT_READ, MAP_SHARED
+    finally:
+        os.close(fd)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap of {path}: {os.strerror(err)}")
+    buf = (ctypes.c_char * size).from_address(addr)
+    weakref.finalize(buf, lib.munmap, addr, size)
+    return buf
+
+
+def mapped_block(path: str, rows: int, dim: int) -> np.ndarray:
+    """The ``rows x dim`` float32 matrix of the block file ``path``, memory-mapped read-only
+    (kept mapped for later calls, at most :data:`MAX_MAPPED` blocks a process)."""
+    with _MAPPED_LOCK:
+        got = _MAPPED.get(path)
+        if got is not None:
+            _MAPPED.move_to_end(path)
+    if got is not None:
+        if got.shape != (rows, dim):
+            raise OSError(f"{path} holds {got.shape}, its layout says {(rows, dim)}")
+        return got
+    buf = _map_file(path)
+    if buf is None:
+        got = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
+    else:
+        raw = np.frombuffer(buf, dtype=np.uint8)
+        if bytes(raw[:6]) != b"\x93NUMPY":
+            raise OSError(f"{path} is not a .npy file")
+        header = 10 + int.from_bytes(bytes(raw[8:10]), "little") if raw[6] == 1 else \
+            12 + int.from_bytes(bytes(raw[8:12]), "little")
+        data = raw[header:]
+        got = data[:len(data) - len(data) % (4 * dim)].view("<f4").reshape(-1, dim)
+        got.flags.writeable = False
+    if got.shape != (rows, dim):
+        raise OSError(f"{path} holds {got.shape}, its layout says {(rows, dim)}")
+    with _MAPPED_LOCK:
+        _MAPPED[path] = got
+        while len(_MAPPED) > MAX_MAPPED:
+            _MAPPED.popitem(last=False)
+    return got
+
+
 class BlockedVectors:
     """A layout's vectors of one kind, read from its blocks (memory-mapped on first use).
 
@@ -133,21 +218,14 @@ class BlockedVectors:
         self.k = len(self.names)
         self.ptr, self.order, self.slot = ptr, order, slot
         self.shape = (len(slot), int(dim))
-        self._blocks: dict[int, np.ndarray] = {}
-        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def block(self, b: int) -> np.ndarray:
-        """Block ``b``'s vectors (its rows in ascending order), memory-mapped."""
-        got = self._blocks.get(b)
-        if got is None:
-            path = self._path_of(block_rel(self._domain, self.names[b]))
-            got = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
-            with self._lock:
-                self._blocks[b] = got
-        return got
+        """Block ``b``'s vectors (its rows in ascending order), memory-mapped (read-only)."""
+        return mapped_block(self._path_of(block_rel(self._domain, self.names[b])),
+                            int(self.ptr[b + 1] - self.ptr[b]), self.shape[1])
 
     def blocks_of(self, rows: np.ndarray) -> np.ndarray:
         """The block of each row."""
