@@ -124,7 +124,8 @@ def _block_bytes(matrix: np.ndarray) -> bytes:
 # long as the map lives: at 1M chunks a process that had read every block held ~17,000 of them
 # and hit the open-files limit (20,000 here). A block is mapped through libc instead and the
 # descriptor closed at once; the map goes when the last array viewing it does.
-MAX_MAPPED = 16_384          # blocks a process keeps mapped (vm.max_map_count is 65,530 by default)
+MAX_MAPPED = 16_384          # blocks the process-wide cache keeps mapped (vm.max_map_count is 65,530
+                             # by default; a layout's BlockedVectors also keeps the blocks it mapped)
 _MAPPED: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _MAPPED_LOCK = threading.Lock()
 _libc = None
@@ -218,14 +219,20 @@ class BlockedVectors:
         self.k = len(self.names)
         self.ptr, self.order, self.slot = ptr, order, slot
         self.shape = (len(slot), int(dim))
+        # the blocks once mapped (a scan touches every block: looking each up again cost ~15 us
+        # a block, ~4 ms a scan of a 1M-chunk domain's 256 blocks)
+        self._arrays: list[Optional[np.ndarray]] = [None] * self.k
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def block(self, b: int) -> np.ndarray:
         """Block ``b``'s vectors (its rows in ascending order), memory-mapped (read-only)."""
-        return mapped_block(self._path_of(block_rel(self._domain, self.names[b])),
-                            int(self.ptr[b + 1] - self.ptr[b]), self.shape[1])
+        got = self._arrays[b]
+        if got is None:
+            got = self._arrays[b] = mapped_block(self._path_of(block_rel(self._domain, self.names[b])),
+                                                 int(self.ptr[b + 1] - self.ptr[b]), self.shape[1])
+        return got
 
     def blocks_of(self, rows: np.ndarray) -> np.ndarray:
         """The block of each row."""
