@@ -32,6 +32,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -202,7 +203,20 @@ def mapped_block(path: str, rows: int, dim: int) -> np.ndarray:
     return got
 
 
-class BlockedVectors:
+class _ReadByTake:
+    """``vectors[rows]`` and ``np.asarray(vectors)`` of a row-vector kind that has ``take``."""
+
+    def __getitem__(self, rows):
+        if np.isscalar(rows):
+            return self.take([int(rows)])[0]
+        return self.take(rows)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.take(np.arange(len(self)))
+        return out if dtype is None else out.astype(dtype)
+
+
+class BlockedVectors(_ReadByTake):
     """A layout's vectors of one kind, read from its blocks (memory-mapped on first use).
 
     Behaves as the ``n x dim`` matrix in local order for what the query side asks of it:
@@ -260,18 +274,10 @@ class BlockedVectors:
             out[sel] = self.block(int(b))[slots[sel] - self.ptr[b]]
         return out
 
-    def __getitem__(self, rows):
-        if np.isscalar(rows):
-            return self.take([int(rows)])[0]
-        return self.take(rows)
-
-    def __array__(self, dtype=None, copy=None):
-        out = self.take(np.arange(self.shape[0]))
-        return out if dtype is None else out.astype(dtype)
 
 
 @dataclass(frozen=True)
-class PatchedVectors:
+class PatchedVectors(_ReadByTake):
     """The vectors of an update's merged rows: the previous layout's kept rows (read from its
     blocks only when a block must be written again) and the added rows' vectors."""
 
@@ -289,13 +295,19 @@ class PatchedVectors:
     def __len__(self) -> int:
         return self.n
 
-    def take(self, rows) -> np.ndarray:
-        """The vectors of merged ``rows``, in that order."""
-        rows = np.asarray(rows, dtype=np.int64)
+    @cached_property
+    def _sources(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each merged row its old row and its added row (-1: not from there)."""
         from_old = np.full(self.n, -1, dtype=np.int64)
         from_old[self.kept_to] = self.kept
         from_added = np.full(self.n, -1, dtype=np.int64)
         from_added[self.added_to] = np.arange(len(self.added_to))
+        return from_old, from_added
+
+    def take(self, rows) -> np.ndarray:
+        """The vectors of merged ``rows``, in that order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        from_old, from_added = self._sources
         out = np.empty((len(rows), self.shape[1]), dtype=np.float32)
         o, a = from_old[rows], from_added[rows]
         if (o >= 0).any():
@@ -303,15 +315,6 @@ class PatchedVectors:
         if (a >= 0).any():
             out[a >= 0] = self.added[a[a >= 0]]
         return out
-
-    def __getitem__(self, rows):
-        if np.isscalar(rows):
-            return self.take([int(rows)])[0]
-        return self.take(rows)
-
-    def __array__(self, dtype=None, copy=None):
-        out = self.take(np.arange(self.n))
-        return out if dtype is None else out.astype(dtype)
 
     def reusable(self, assignment: BlockAssignment) -> dict[int, str]:
         """The blocks of ``assignment`` that the previous layout already wrote, by name: with
