@@ -73,7 +73,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -86,7 +85,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from scipy import sparse
 
-from vdgr_core.store.location import IndexLocation, make_durable
+from vdgr_core.store.location import IndexLocation, make_durable, safe_name
 from vdgr_core.store.vector_blocks import BlockedVectors
 
 FORMAT = 3                   # 2: content and directory vectors; 3: in shared blocks
@@ -115,10 +114,6 @@ class LayoutRef:
                    int(d["entities"]), int(d["documents"]))
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-
-
 def _write_ipc(f, table: pa.Table) -> None:
     with ipc.new_file(f, table.schema) as w:
         for batch in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
@@ -144,7 +139,7 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
     meta = {**meta, "format": FORMAT, "domain": domain}
     counts = meta["counts"]
     loc = IndexLocation(index_root)
-    parent = None if loc.remote else os.path.join(loc.local_folder("layout"), _safe(domain))
+    parent = None if loc.remote else os.path.join(loc.local_folder("layout"), safe_name(domain))
     if parent is not None:
         os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".building-" if parent else "vdgr-layout-", dir=parent)
@@ -162,7 +157,7 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
             _hash_file(h, name, path)
         if parent is not None:        # durable before it is renamed into place (one syncfs)
             make_durable([os.path.join(tmp, name) for name in writers], tmp)
-        rel = f"layout/{_safe(domain)}/{h.hexdigest()[:24]}"
+        rel = f"layout/{safe_name(domain)}/{h.hexdigest()[:24]}"
         ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
                         counts["documents"])
         if loc.exists(rel):

@@ -16,8 +16,10 @@ exercise it without a network).
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import shutil
 import tempfile
 from typing import Callable, Optional
@@ -28,6 +30,12 @@ from schemas.errors import IndexError_
 from vdgr_core.store.failpoints import failpoint
 
 COMPLETE_MARKER = "_complete.json"      # last object of a published folder: its file list
+
+
+def safe_name(name: str) -> str:
+    """``name`` (a domain) as a folder name: characters other than letters, digits, ``_.-``
+    replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def is_remote(uri: str) -> bool:
@@ -237,7 +245,8 @@ def _fsynced_temp(folder: str, data: bytes) -> str:
     return tmp
 
 
-def _fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str) -> None:
+    """Make the entries of ``folder`` (names created, renamed, removed) durable."""
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -245,22 +254,28 @@ def _fsync_folder(folder: str) -> None:
         os.close(dir_fd)
 
 
-_libc = None
+_LIBC = None
+
+
+def libc():
+    """The C library through ctypes (``syncfs``, ``mmap``, ``munmap``), loaded once; None where
+    it cannot be loaded."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes.util
+
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        except OSError:
+            _LIBC = False
+    return _LIBC or None
 
 
 def _syncfs(fd: int) -> bool:
     """``syncfs(2)`` on ``fd``'s filesystem (Linux); False where it is not available."""
-    global _libc
-    if _libc is None:
-        try:
-            import ctypes
-            import ctypes.util
-
-            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            _libc.syncfs.argtypes = [ctypes.c_int]
-        except (OSError, AttributeError):
-            _libc = False
-    return bool(_libc) and _libc.syncfs(fd) == 0
+    lib = libc()
+    fn = getattr(lib, "syncfs", None) if lib is not None else None
+    return fn is not None and fn(ctypes.c_int(fd)) == 0
 
 
 SYNCFS_MIN_FILES = 64      # from this many files one syncfs, below it an fsync of each
@@ -301,7 +316,7 @@ def _exclusive_local_write(path: str, data: bytes) -> bool:
         return False
     finally:
         os.unlink(tmp)
-    _fsync_folder(folder)
+    fsync_folder(folder)
     return True
 
 
@@ -318,7 +333,7 @@ def _atomic_local_write(path: str, data: bytes, before_publish: Optional[Callabl
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    _fsync_folder(folder)
+    fsync_folder(folder)
 
 
 def shard_cache_dir() -> str:
@@ -330,4 +345,5 @@ def shard_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "vdgr", "shards")
 
 
-__all__ = ["IndexLocation", "beam_path", "is_remote", "make_durable", "shard_cache_dir"]
+__all__ = ["IndexLocation", "beam_path", "fsync_folder", "is_remote", "libc", "make_durable", "safe_name",
+           "shard_cache_dir"]

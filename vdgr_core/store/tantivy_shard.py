@@ -42,7 +42,7 @@ import tantivy
 
 from vdgr_core.store import digest as dg
 from vdgr_core.store.filters import SearchScope
-from vdgr_core.store.location import IndexLocation
+from vdgr_core.store.location import IndexLocation, safe_name
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _STOP = frozenset(
@@ -140,7 +140,7 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping], sub: int = 0)
 
 def shard_folder(domain: str, digest: str) -> str:
     """The shard folder of ``domain`` with contents ``digest``, relative to the index root."""
-    return f"tantivy/{_safe(domain)}/{digest[:24]}"
+    return f"tantivy/{safe_name(domain)}/{digest[:24]}"
 
 
 def update_shard(index_root: str, base: ShardInfo, deleted_rows: Sequence[Mapping],
@@ -209,10 +209,6 @@ def _publish(loc: IndexLocation, rel: str, fill) -> None:
 def body_text(title: str, text: str) -> str:
     """What BM25 indexes for a chunk: its heading, then its text (one field, one unit)."""
     return f"{title or ''}\n{text or ''}".strip()
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def query_terms(text: str) -> list[str]:

@@ -26,23 +26,19 @@ import ctypes
 import hashlib
 import io
 import os
-import re
 import tempfile
-import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
 
-from vdgr_core.store.location import IndexLocation, make_durable
+from vdgr_core.store.location import IndexLocation, fsync_folder, libc, make_durable, safe_name
 
 DOCUMENTS_PER_BLOCK = 16     # documents per block, on average (a block of 16 manual pages: ~0.5 MB)
 MAX_BLOCKS = 4096            # blocks per kind of a domain, at most
-KINDS = ("content", "dir")
 
 
 def block_count(n_documents: int) -> int:
@@ -105,13 +101,9 @@ class BlockAssignment:
         return {f"{kind}_block_ptr": self.ptr, f"{kind}_block_rows": self.order, f"{kind}_block_slot": self.slot}
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-
-
 def block_rel(domain: str, name: str) -> str:
     """A block file's path under the index root."""
-    return f"vectors/{_safe(domain)}/{name}.npy"
+    return f"vectors/{safe_name(domain)}/{name}.npy"
 
 
 def _block_bytes(matrix: np.ndarray) -> bytes:
@@ -124,64 +116,52 @@ def _block_bytes(matrix: np.ndarray) -> bytes:
 # Python's mmap (and so np.load(mmap_mode=...)) keeps a duplicate of the file descriptor for as
 # long as the map lives: at 1M chunks a process that had read every block held ~17,000 of them
 # and hit the open-files limit (20,000 here). A block is mapped through libc instead and the
-# descriptor closed at once; the map goes when the last array viewing it does.
-MAX_MAPPED = 16_384          # blocks the process-wide cache keeps mapped (vm.max_map_count is 65,530
-                             # by default; a layout's BlockedVectors also keeps the blocks it mapped)
-_MAPPED: "OrderedDict[str, np.ndarray]" = OrderedDict()
-_MAPPED_LOCK = threading.Lock()
-_libc = None
-
-
-def _mmap_fn():
-    global _libc
-    if _libc is None:
-        try:
-            import ctypes.util
-
-            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            lib.mmap.restype = ctypes.c_void_p
-            lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                 ctypes.c_long]
-            lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-            _libc = lib
-        except (OSError, AttributeError):
-            _libc = False
-    return _libc
+# descriptor closed at once; the map goes when the last array viewing it does. A layout's
+# BlockedVectors keeps the blocks it mapped (a domain's 256 per kind at 1M; vm.max_map_count is
+# 65,530 by default).
+@lru_cache(maxsize=1)
+def _mmap_functions():
+    """libc's ``mmap`` and ``munmap`` with their signatures; None where they are not available."""
+    lib = libc()
+    if lib is None or not hasattr(lib, "mmap") or not hasattr(lib, "munmap"):
+        return None
+    mmap, munmap = lib.mmap, lib.munmap
+    mmap.restype = ctypes.c_void_p
+    mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return mmap, munmap
 
 
 def _map_file(path: str) -> Optional[object]:
     """The bytes of ``path`` mapped read-only, as a ctypes array (unmapped when collected);
     None where libc's mmap is not available."""
-    lib = _mmap_fn()
-    if not lib:
+    functions = _mmap_functions()
+    if functions is None:
         return None
+    mmap, munmap = functions
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         if size == 0:
             raise OSError(f"{path} is empty")
-        addr = lib.mmap(None, size, 1, 1, fd, 0)          # PROT_READ, MAP_SHARED
+        addr = mmap(None, size, 1, 1, fd, 0)          # PROT_READ, MAP_SHARED
     finally:
         os.close(fd)
     if addr is None or addr == ctypes.c_void_p(-1).value:
         err = ctypes.get_errno()
         raise OSError(err, f"mmap of {path}: {os.strerror(err)}")
     buf = (ctypes.c_char * size).from_address(addr)
-    weakref.finalize(buf, lib.munmap, addr, size)
+    weakref.finalize(buf, munmap, addr, size)
     return buf
 
 
 def mapped_block(path: str, rows: int, dim: int) -> np.ndarray:
-    """The ``rows x dim`` float32 matrix of the block file ``path``, memory-mapped read-only
-    (kept mapped for later calls, at most :data:`MAX_MAPPED` blocks a process)."""
-    with _MAPPED_LOCK:
-        got = _MAPPED.get(path)
-        if got is not None:
-            _MAPPED.move_to_end(path)
-    if got is not None:
-        if got.shape != (rows, dim):
-            raise OSError(f"{path} holds {got.shape}, its layout says {(rows, dim)}")
-        return got
+    """The ``rows x dim`` float32 matrix of the block file ``path``, memory-mapped read-only.
+
+    Raises
+    ------
+    OSError
+        When the file is not a ``.npy`` file or holds another shape than its layout says."""
     buf = _map_file(path)
     if buf is None:
         got = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
@@ -196,10 +176,6 @@ def mapped_block(path: str, rows: int, dim: int) -> np.ndarray:
         got.flags.writeable = False
     if got.shape != (rows, dim):
         raise OSError(f"{path} holds {got.shape}, its layout says {(rows, dim)}")
-    with _MAPPED_LOCK:
-        _MAPPED[path] = got
-        while len(_MAPPED) > MAX_MAPPED:
-            _MAPPED.popitem(last=False)
     return got
 
 
@@ -233,8 +209,7 @@ class BlockedVectors(_ReadByTake):
         self.k = len(self.names)
         self.ptr, self.order, self.slot = ptr, order, slot
         self.shape = (len(slot), int(dim))
-        # the blocks once mapped (a scan touches every block: looking each up again cost ~15 us
-        # a block, ~4 ms a scan of a 1M-chunk domain's 256 blocks)
+        # the blocks once mapped (a scan touches every block)
         self._arrays: list[Optional[np.ndarray]] = [None] * self.k
 
     def __len__(self) -> int:
@@ -268,7 +243,7 @@ class BlockedVectors(_ReadByTake):
         if not len(rows):
             return out
         slots = self.slot[rows].astype(np.int64)
-        blocks = np.searchsorted(self.ptr, slots, side="right") - 1
+        blocks = self.blocks_of(rows)
         for b in np.unique(blocks):
             sel = blocks == b
             out[sel] = self.block(int(b))[slots[sel] - self.ptr[b]]
@@ -359,10 +334,10 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
     them)."""
     reuse = vectors.reusable(assignment) if isinstance(vectors, PatchedVectors) else {}
     loc = IndexLocation(index_root)
-    folder = None if loc.remote else os.path.join(loc.local_folder("vectors"), _safe(domain))
+    folder = None if loc.remote else os.path.join(loc.local_folder("vectors"), safe_name(domain))
     if folder is not None:
         os.makedirs(folder, exist_ok=True)
-    names, pending, placed = [], {}, set()          # local: temporary file -> final path
+    names, pending, placed, written = [], {}, set(), 0          # pending: temporary file -> final path
     try:
         for b in range(assignment.k):
             rows = assignment.rows(b)
@@ -379,7 +354,7 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
             if folder is None:
                 if not loc.exists(rel):
                     loc.write_whole(rel, data)
-                    pending[rel] = rel
+                    written += 1
                 continue
             final = os.path.join(folder, f"{name}.npy")
             if final in placed or os.path.exists(final):
@@ -395,12 +370,12 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
             make_durable(list(pending), folder)
             for tmp, final in pending.items():
                 os.replace(tmp, final)
-            make_durable(list(pending.values()), folder)
+            fsync_folder(folder)
+            written = len(pending)
     finally:
         for tmp in pending:
-            if folder is not None and os.path.exists(tmp) and tmp.startswith(os.path.join(folder, ".tmp-")):
+            if os.path.exists(tmp):
                 os.unlink(tmp)
-    written = len(pending)
     return BlocksWritten(names, written, len(reuse))
 
 
@@ -414,4 +389,4 @@ def blocks_named(metas: Iterable[Mapping]) -> set[str]:
 
 
 __all__ = ["BlockAssignment", "BlockedVectors", "BlocksWritten", "PatchedVectors", "RowVectors", "block_count",
-           "block_rel", "blocks_named", "take_rows", "write_blocks", "DOCUMENTS_PER_BLOCK", "KINDS"]
+           "block_rel", "blocks_named", "take_rows", "write_blocks", "mapped_block", "DOCUMENTS_PER_BLOCK"]
