@@ -2,13 +2,18 @@
 
 ``python -m bench.bench_bm25_fields [--sets s10,s10_long,...] [--write]``
 
-The shipped BM25 shard (vdgr_core/store/tantivy_shard.py) indexes one field per chunk, ``body``
-= the chunk's heading, then its text. This bench measures that choice against the
-alternatives on every set of :mod:`bench.ablation`, on the same index and the same questions:
+The shipped BM25 shard (vdgr_core/store/tantivy_shard.py, schema version 3) indexes one field
+per chunk, ``body`` = the chunk's heading path, its heading written twice, then its text. This
+bench measures that choice against the alternatives on every set of :mod:`bench.ablation`, on
+the same index and the same questions:
 
 - ``text``: the chunk's text alone;
-- ``heading + text, one field``: what the product builds (the shard as shipped is searched);
-- ``path + heading + text, one field``: every ancestor title as well;
+- ``heading + text, one field``: the shard of schema version 2;
+- ``heading x2 + text, one field``: the heading written twice (weight 2 in BM25F's one-field
+  form: a field's weight multiplies its term frequencies), no ancestors;
+- ``heading path + text, one field``: every title from the domain down to the chunk's own
+  heading (the ``path`` column, which ends with the heading), then the text;
+- ``heading path, heading x2 + text, one field (shipped)``: both (the shard the product built);
 - ``text, heading: two fields``: the shard of schema version 1, each field scored on its own
   and summed with equal weight;
 - ``text, heading, path: three fields``: as before, with the ancestor titles as a third field.
@@ -51,12 +56,21 @@ def _path(r: Mapping) -> str:
     return " / ".join(r["path"] or ())
 
 
+def _heading_path(r: Mapping) -> str:
+    titles = list(r["path"] or ())
+    if r["title"] and (not titles or titles[-1] != r["title"]):
+        titles.append(r["title"])
+    return " / ".join(titles)
+
+
 # variant name -> {field: text of a chunk row}; None = the shard the product built
 VARIANTS: dict[str, Optional[dict[str, Callable[[Mapping], str]]]] = {
     "text": {"text": lambda r: r["text"] or ""},
-    "heading + text, one field (shipped)": None,
-    "path + heading + text, one field": {
-        "text": lambda r: f"{_path(r)}\n{_heading(r)}\n{r['text'] or ''}".strip()},
+    "heading + text, one field": {"text": lambda r: f"{_heading(r)}\n{r['text'] or ''}".strip()},
+    "heading x2 + text, one field": {
+        "text": lambda r: f"{_heading(r)}\n{_heading(r)}\n{r['text'] or ''}".strip()},
+    "heading path + text, one field": {"text": lambda r: f"{_heading_path(r)}\n{r['text'] or ''}".strip()},
+    "heading path, heading x2 + text, one field (shipped)": None,
     "text, heading: two fields": {"text": lambda r: r["text"] or "", "title": _heading},
     "text, heading, path: three fields": {"text": lambda r: r["text"] or "", "title": _heading,
                                           "path_text": _path},
@@ -104,7 +118,7 @@ class _SwappedShards:
         return getattr(self._reader, name)
 
 
-def run_set(es, work: Path, tmp: Path, log=print) -> dict:
+def run_set(es, work: Path, tmp: Path, variants=None, log=print) -> dict:
     """Every variant x configuration over every question of ``es``."""
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
@@ -122,6 +136,8 @@ def run_set(es, work: Path, tmp: Path, log=print) -> dict:
     out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args), "variants": {}}
     vectors = None
     for vname, fields in VARIANTS.items():
+        if variants and vname not in variants:
+            continue
         if fields is None:
             swapped = reader
         else:
@@ -165,6 +181,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--variants", help="variant names separated by semicolons (default: all)")
     ap.add_argument("--write", action="store_true", help="write bench/out/bm25_fields.json and BENCHMARKS.md")
     a = ap.parse_args(argv)
     report = {"kind": "bm25_fields",
@@ -173,7 +190,8 @@ def main(argv=None) -> int:
               "machine": machine(), "commit": commit(), "sets": {}}
     with tempfile.TemporaryDirectory(prefix="vdgr-bm25-fields-") as tmp:
         for s in a.sets.split(","):
-            report["sets"][s] = run_set(SETS[s.strip()], a.work.resolve(), Path(tmp))
+            report["sets"][s] = run_set(SETS[s.strip()], a.work.resolve(), Path(tmp),
+                                        {v.strip() for v in a.variants.split(";")} if a.variants else None)
     text = render(report)
     print(text)
     if a.write:

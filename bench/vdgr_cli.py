@@ -83,14 +83,15 @@ def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) ->
     from vdgr_core.safety import content_rules
     from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
     from vdgr_core.store.manifest import FORMAT_VERSION
+    from vdgr_core.store.tantivy_shard import SCHEMA_VERSION as SHARD_SCHEMA
 
     from schemas.config import BuildConfig
 
-    # an index of an older format (manifest or layouts), made under other content rules or
+    # an index of an older format (manifest, layouts or BM25 shards), made under other content rules or
     # with other default build settings (a new setting such as title_entities) is built again
     defaults = BuildConfig(corpus="", index="").settings()
     key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args), "index_format": FORMAT_VERSION,
-           "layout_format": LAYOUT_FORMAT, "content_rules": content_rules(),
+           "layout_format": LAYOUT_FORMAT, "shard_schema": SHARD_SCHEMA, "content_rules": content_rules(),
            "default_settings": hashlib.sha256(json.dumps(defaults, sort_keys=True).encode()).hexdigest()[:16]}
     stamp = index.parent / f"{index.name}.stamp.json"     # beside the index, not inside it
     info = {"path": str(index), **key}

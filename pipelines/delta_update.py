@@ -65,7 +65,9 @@ from vdgr_core.store.layout_rows import DomainDelta
 from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
-from vdgr_core.store.tantivy_shard import ShardInfo, build_shard, subshard_count, subshard_of, update_shard
+from vdgr_core.store.tantivy_shard import SCHEMA_VERSION as SHARD_SCHEMA
+from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
+                                           update_shard)
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
 
 _log = logging.getLogger("vdgr.update")
@@ -533,16 +535,19 @@ class _RowUpdate:
         return {d: subshard_count(n, self._config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
 
     def _shards(self, subshards: dict[str, int]) -> list[ShardInfo]:
+        """Each changed domain's BM25 sub-shards patched (or rebuilt), and the shards of every
+        domain of an older shard schema rebuilt in the current one; the others kept."""
         m = self._reader.manifest
-        out = [s for d, shards in m.tantivy_shards.items() if d not in self._change.domains for s in shards]
-        fields = ["chunk_id", "text", "title", "version", "acl", "source"]
-        for d in self._change.domains:
+        redo = set(self._change.domains) | set(stale_shards(self._reader))
+        out = [s for d, shards in m.tantivy_shards.items() if d not in redo for s in shards]
+        fields = [*SHARD_COLUMNS, "source"]
+        for d in sorted(redo):
             n = subshards.get(d, 1)
             if d not in subshards:
                 continue
             old = {s.sub: s for s in m.tantivy_shards.get(d, ())}
-            if m.subshards.get(d, 1) != n or any(not s.digest for s in old.values()):
-                rows = self._stored_domain_rows(d, fields)       # new sub-shard layout: rebuild
+            if m.subshards.get(d, 1) != n or any(not s.digest or s.schema != SHARD_SCHEMA for s in old.values()):
+                rows = self._stored_domain_rows(d, fields)       # new sub-shard layout or schema: rebuild
                 by_sub = defaultdict(list)
                 for r in rows:
                     by_sub[subshard_of(r["source"], n)].append(r)
@@ -612,6 +617,14 @@ class _RowUpdate:
         return keep + new
 
 
+def stale_shards(reader: IndexReader) -> list[str]:
+    """Domains whose BM25 shards are of an older schema (vdgr_core/store/tantivy_shard.py
+    ``SCHEMA_VERSION``) or carry no digest: an update rebuilds them from the tables, even when
+    no document changed, so an updated index equals a rebuild."""
+    return sorted(d for d, shards in reader.manifest.tantivy_shards.items()
+                  if any(not s.digest or s.schema != SHARD_SCHEMA for s in shards))
+
+
 def stale_layouts(reader: IndexReader) -> list[str]:
     """Domains whose query layout is missing or of an older format (an index written by an
     older version): an update writes them from the tables, even when no document changed."""
@@ -678,4 +691,4 @@ def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Tab
     return TableWrite(name, table.version, table.count_rows()), deleted, added.num_rows
 
 
-__all__ = ["apply_document_delta", "stale_layouts", "UpdateWrites"]
+__all__ = ["apply_document_delta", "stale_layouts", "stale_shards", "UpdateWrites"]

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from pipelines.delta_update import apply_document_delta, stale_layouts
+from pipelines.delta_update import apply_document_delta, stale_layouts, stale_shards
 from pipelines.run_build import BuildReport, execute_build, run_build
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
@@ -91,12 +91,13 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=config_changed)
     say(plan.summary())
-    stale = stale_layouts(reader)
+    stale = sorted(set(stale_layouts(reader)) | set(stale_shards(reader)))
     if plan.empty and not stale:
         remember_file_stats(config.index, scan, current, plan)
         return UpdateReport(plan, None, time.perf_counter() - t0)
     if plan.empty:
-        say(f"no document changed; writing the query layouts of {len(stale)} domains in this version's format")
+        say(f"no document changed; writing the query layouts and BM25 shards of {len(stale)} domains "
+            "in this version's formats")
     if not plan.config_changed and reader.manifest.incremental and _stores_update_columns(reader):
         report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
     else:

@@ -198,3 +198,26 @@ def test_update_without_a_changed_document_still_writes_layouts_of_an_older_form
     assert after.manifest.layouts == IndexReader(fresh).manifest.layouts
     assert all(layout_format(after.layout_folder(d)) == LAYOUT_FORMAT for d in after.manifest.layouts)
     assert run_update(_cfg(corpus, live)).build is None       # nothing left to write
+
+
+def test_update_rebuilds_bm25_shards_of_an_older_schema(tmp_path, monkeypatch):
+    from vdgr_core.store import tantivy_shard
+
+    corpus, live, fresh = write_corpus(str(tmp_path / "c"), _files(6)), str(tmp_path / "live"), str(tmp_path / "fresh")
+    _age(corpus)
+    with monkeypatch.context() as m:          # the build of an older version: heading + text only
+        m.setattr(tantivy_shard, "SCHEMA_VERSION", "2")
+        m.setattr(tantivy_shard, "body_text", lambda title, text, path=(): f"{title}\n{text}")
+        run_build(_cfg(corpus, live))
+    old = IndexReader(live)
+    assert [s.schema for s in old.manifest.tantivy_shards["net"]] == ["2"]
+    assert old.shard("net").search("guide", 5, SearchScope())                  # a heading word
+    assert not old.shard("net").search("net", 5, SearchScope())                # the domain's title: not indexed
+    report = run_update(_cfg(corpus, live))
+    assert report.plan.empty and report.build is not None      # nothing changed, the shard still rebuilt
+    run_build(_cfg(corpus, fresh))
+    after = IndexReader(live)
+    assert [s.schema for s in after.manifest.tantivy_shards["net"]] == [tantivy_shard.SCHEMA_VERSION]
+    assert after.manifest.tantivy_shards == IndexReader(fresh).manifest.tantivy_shards
+    assert len(after.shard("net").search("net", 50, SearchScope())) == after.manifest.counts[T.CONTENTS]
+    assert run_update(_cfg(corpus, live)).build is None       # nothing left to write

@@ -1,4 +1,4 @@
-"""BM25 shards: one ``body`` field (heading + text), ACL pre-filter, legacy shards still read."""
+"""BM25 shards: one ``body`` field (heading path + text), ACL pre-filter, older shards still read."""
 import os
 import random
 
@@ -31,13 +31,15 @@ def _shard(tmp_path, rows=ROWS):
     return ShardSearcher(os.path.join(str(tmp_path), info.folder))
 
 
-def test_heading_and_text_are_one_unit_and_ancestors_do_not_match(tmp_path):
+def test_heading_path_and_text_are_one_unit_and_the_heading_weighs_most(tmp_path):
     s = _shard(tmp_path)
     assert s.fields == BODY_FIELDS
     assert [c for c, _ in s.search("PowerShare", 5, PUBLIC)] == ["c3"]          # heading word
-    # "camera" is only an ancestor title of c2: it matches the Camera section alone
-    assert [c for c, _ in s.search("camera", 5, PUBLIC)] == ["c1"]
-    assert [c for c, _ in s.search("color settings", 5, PUBLIC)] == ["c2"]    # text words
+    assert [c for c, _ in s.search("battery", 5, PUBLIC)] == ["c3"]             # ancestor title
+    # "camera" is c1's heading and only an ancestor of c2: both match, the heading first
+    assert [c for c, _ in s.search("camera", 5, PUBLIC)] == ["c1", "c2"]
+    # text words first; "settings" is also an ancestor title of c3
+    assert [c for c, _ in s.search("color settings", 5, PUBLIC)] == ["c2", "c3"]
 
 
 def test_acl_is_a_pre_filter(tmp_path):
@@ -47,7 +49,9 @@ def test_acl_is_a_pre_filter(tmp_path):
 
 
 def test_body_text_and_digest():
-    assert body_text("Camera", "Take pictures.") == "Camera\nTake pictures."
+    assert body_text("Camera", "Take pictures.") == "Camera\nCamera\nTake pictures."
+    assert body_text("Camera", "Take pictures.", ["Apps", "Camera"]) == "Apps\nCamera\nCamera\nTake pictures."
+    assert body_text("Lens", "x", ["Apps", "Camera"]) == "Apps / Camera\nLens\nLens\nx"   # path without the heading
     assert body_text("", "x") == "x"
     assert shard_digest(ROWS) == shard_digest(list(reversed(ROWS)))
 
@@ -97,7 +101,7 @@ def test_update_shard_deletes_and_adds_on_a_copy_named_like_a_rebuild(tmp_path):
     assert _ids(os.path.join(root, base.folder)) == ["c1", "c2", "c3", "c4"]       # base untouched
     s = ShardSearcher(os.path.join(root, info.folder))
     assert [c for c, _ in s.search("low light", 5, PUBLIC)] == ["c5"]
-    assert s.search("color settings", 5, PUBLIC) == []
+    assert s.search("color optimizer", 5, PUBLIC) == []                          # c2 deleted
     assert update_shard(root, info, after, []) is None                           # nothing left
 
 

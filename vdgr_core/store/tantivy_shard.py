@@ -6,14 +6,18 @@ shard: it is built in a local temporary folder, then renamed into place (local i
 uploaded file by file and completed by a marker object that readers require (object store, see
 store/location.py), before the manifest that names it is written.
 
-One BM25 field per chunk: ``body`` is the chunk's heading followed by its text, scored as one
-unit. Summing separate BM25 scores of a short ``title`` field, a ``path_text`` field (every
-ancestor title, so it matches all descendants of a section) and ``text`` counted a query word
-once per field, each with its own saturation and length normalization, which over-rewards
-heading and path matches (Robertson, Zaragoza & Taylor 2004, "Simple BM25 extension to
-multiple weighted fields"); on the E-Manual S10 questions it cost 12 points of R@5 against a
-plain one-field BM25. Shards built before this schema (``text``/``title``/``path_text``) are
-still read: they are searched on ``text`` and ``title`` with equal weight.
+One BM25 field per chunk: ``body`` is the chunk's heading path (every title from the domain
+down to the chunk's own heading), then its text, scored as one unit, with the heading written
+:data:`HEADING_WEIGHT` times. That is BM25F in its one-field form (Robertson, Zaragoza & Taylor
+2004, "Simple BM25 extension to multiple weighted fields"): a field's weight multiplies its
+term frequencies before one saturation and one length normalization. Summing separate BM25
+scores of ``title``, ``path_text`` and ``text`` fields instead (schema version 1) counted a
+query word once per field, each with its own saturation, which over-rewards heading and path
+matches. ``python -m bench.bench_bm25_fields`` measures every variant on every benchmark set:
+separate fields lose R@5 on the manuals; ancestors' titles and the doubled heading each add R@1
+on the development halves, and together most. Shards of schema versions 1 and 2 are still
+read (version 1 is searched on ``text`` and ``title`` with equal weight); an update rebuilds
+them in the current schema.
 
 Sub-shards. A domain holding more documents than ``bm25_subshard_max_documents`` is split into
 a power of two of sub-shards, a document going to sub-shard ``sha256(path) mod n``: no worker
@@ -52,8 +56,9 @@ _STOP = frozenset(
 )
 
 
-SCHEMA_VERSION = "2"          # part of the shard digest: a new schema never reuses an old folder
-BODY_FIELDS = ("body",)       # searched fields of a current shard
+SCHEMA_VERSION = "3"          # part of the shard digest: a new schema never reuses an old folder
+BODY_FIELDS = ("body",)       # searched fields of a current shard (versions 2 and 3)
+HEADING_WEIGHT = 2            # term-frequency weight of a chunk's own heading in ``body``
 LEGACY_FIELDS = ("text", "title")   # of a shard built before SCHEMA_VERSION 2
 
 
@@ -80,6 +85,7 @@ class ShardInfo:
     n_docs: int
     digest: str       # additive digest (64 hex digits; the folder holds the first 24)
     sub: int = 0      # sub-shard number within the domain
+    schema: str = SCHEMA_VERSION   # the shard's schema version ("" when a manifest did not say)
 
 
 def subshard_count(n_documents: int, max_documents: int) -> int:
@@ -98,9 +104,10 @@ def subshard_of(rel_path: str, n_subshards: int) -> int:
     return int(hashlib.sha256(rel_path.encode("utf-8")).hexdigest()[:12], 16) % n_subshards
 
 
-SHARD_COLUMNS = ("chunk_id", "text", "title", "version", "acl")
+SHARD_COLUMNS = ("chunk_id", "text", "title", "path", "version", "acl")
 _SHARD_SCHEMA = pa.schema([("chunk_id", pa.string()), ("text", pa.string()), ("title", pa.string()),
-                           ("version", pa.string()), ("acl", pa.list_(pa.string()))])
+                           ("path", pa.list_(pa.string())), ("version", pa.string()),
+                           ("acl", pa.list_(pa.string()))])
 
 
 def shard_row_digest(rows: Iterable[Mapping] | pa.Table) -> int:
@@ -124,7 +131,7 @@ def shard_digest(rows: Iterable[Mapping], domain: str = "", sub: int = 0) -> str
 def build_shard(index_root: str, domain: str, rows: list[Mapping], sub: int = 0) -> ShardInfo:
     """Build the BM25 (sub-)shard ``sub`` of ``domain`` from content rows and publish it whole.
 
-    Rows need chunk_id, text, title, version, acl. ``index_root`` is a local folder or an
+    Rows need chunk_id, text, title, path, version, acl. ``index_root`` is a local folder or an
     object-store URI (the shard is built in a local temporary folder, then published).
     Returns the shard folder relative to ``index_root``. Idempotent: an existing shard with
     the same digest is reused.
@@ -135,7 +142,7 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping], sub: int = 0)
     rel = shard_folder(domain, digest)
     if not loc.folder_complete(rel):
         _publish(loc, rel, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
-    return ShardInfo(domain, rel, len(rows), digest, sub)
+    return ShardInfo(domain, rel, len(rows), digest, sub, SCHEMA_VERSION)
 
 
 def shard_folder(domain: str, digest: str) -> str:
@@ -169,7 +176,7 @@ def update_shard(index_root: str, base: ShardInfo, deleted_rows: Sequence[Mappin
             _write(tantivy.Index.open(tmp), base.domain, [r["chunk_id"] for r in deleted_rows], added_rows)
 
         _publish(loc, rel, fill)
-    return ShardInfo(base.domain, rel, n_docs, digest, base.sub)
+    return ShardInfo(base.domain, rel, n_docs, digest, base.sub, base.schema)
 
 
 def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mapping]) -> None:
@@ -180,7 +187,7 @@ def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mappin
         acl = list(r["acl"])
         writer.add_document(tantivy.Document(
             chunk_id=r["chunk_id"],
-            body=body_text(r["title"], r["text"]),
+            body=body_text(r["title"], r["text"], r.get("path") or ()),
             domain=domain,
             version=r["version"],
             acl=acl if acl else [""],
@@ -206,9 +213,20 @@ def _publish(loc: IndexLocation, rel: str, fill) -> None:
         raise
 
 
-def body_text(title: str, text: str) -> str:
-    """What BM25 indexes for a chunk: its heading, then its text (one field, one unit)."""
-    return f"{title or ''}\n{text or ''}".strip()
+def body_text(title: str, text: str, path: Sequence[str] = ()) -> str:
+    r"""What BM25 indexes for a chunk (one field, one unit): the titles above it (``path``, which
+    may end with the heading itself), its heading :data:`HEADING_WEIGHT` times, then its text.
+
+    Examples
+    --------
+    >>> body_text("Camera settings", "Tap the gear icon.", ["Manual", "Camera", "Camera settings"])
+    'Manual / Camera\nCamera settings\nCamera settings\nTap the gear icon.'
+    """
+    above = list(path or ())
+    if title and above and above[-1] == title:
+        above.pop()
+    parts = [" / ".join(above), *([title] * HEADING_WEIGHT if title else []), text or ""]
+    return "\n".join(p for p in parts if p).strip()
 
 
 def query_terms(text: str) -> list[str]:
