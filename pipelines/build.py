@@ -83,13 +83,13 @@ def max_folder_level(scan: CorpusScan) -> int:
 
 
 class ContentPartition:
-    """Content row -> (domain, BM25 sub-shard): the staged file it goes to."""
+    """Content row -> (domain, BM25 sub-shard, within its ACL partition): the staged file it goes to."""
 
     def __init__(self, subshards: dict[str, int]):
         self._subshards = subshards
 
     def __call__(self, row) -> tuple[str, int]:
-        return row["domain"], subshard_of(row["source"], self._subshards.get(row["domain"], 1))
+        return row["domain"], subshard_of(row["source"], self._subshards.get(row["domain"], 1), row["acl"])
 
 
 def content_items(adoc, model_id: str):

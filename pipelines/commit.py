@@ -81,7 +81,8 @@ def _tap(batches, *consumers) -> Iterator[pa.RecordBatch]:
 def shard_infos(staged: StagedList) -> list[ShardInfo]:
     # a staged record without "schema" (staged by an older version) reads as stale: the next
     # update rebuilds that shard
-    return sorted((ShardInfo(r["domain"], r["folder"], r["n_docs"], r["digest"], r["sub"], r.get("schema", ""))
+    return sorted((ShardInfo(r["domain"], r["folder"], r["n_docs"], r["digest"], r["sub"], r.get("schema", ""),
+                             tuple(r.get("acl", ())))
                    for r in staged.of_kind("shard")), key=lambda s: (s.domain, s.sub))
 
 

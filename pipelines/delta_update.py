@@ -550,17 +550,17 @@ class _RowUpdate:
                 rows = self._stored_domain_rows(d, fields)       # new sub-shard layout or schema: rebuild
                 by_sub = defaultdict(list)
                 for r in rows:
-                    by_sub[subshard_of(r["source"], n)].append(r)
+                    by_sub[subshard_of(r["source"], n, r["acl"])].append(r)
                 out += [build_shard(self._config.index, d, rs, sub) for sub, rs in sorted(by_sub.items())]
                 continue
             leaving = defaultdict(list)
             for r in self._leaving_rows:
                 if r["domain"] == d:
-                    leaving[subshard_of(r["source"], n)].append(r)
+                    leaving[subshard_of(r["source"], n, r["acl"])].append(r)
             arriving = defaultdict(list)
             for r in self._arriving_rows:
                 if r["domain"] == d:
-                    arriving[subshard_of(r["source"], n)].append(r)
+                    arriving[subshard_of(r["source"], n, r["acl"])].append(r)
             for sub in sorted(set(old) | set(leaving) | set(arriving)):
                 if sub not in leaving and sub not in arriving:
                     out.append(old[sub])

@@ -18,7 +18,7 @@ class _BuildSubShardDoFn(beam.DoFn):
             rows += read_staged_file(path).select(list(SHARD_COLUMNS)).to_pylist()
         info = build_shard(self._root, domain, rows, sub)
         yield {"kind": "shard", "domain": info.domain, "sub": info.sub, "folder": info.folder,
-               "n_docs": info.n_docs, "digest": info.digest, "schema": info.schema}
+               "n_docs": info.n_docs, "digest": info.digest, "schema": info.schema, "acl": list(info.acl)}
 
 
 class BuildSubShards(beam.PTransform):

@@ -14,7 +14,9 @@ from transforms import embed as embed_module
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
 from tests.support.corpus import SHARED_PARAGRAPH, write_corpus
+from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.reader import IndexReader
+from vdgr_core.store.tantivy_shard import ShardSearcher
 from vdgr_core.store.writer import table_digest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,6 +104,26 @@ def test_version_and_acl_reach_every_node(built):
             assert c["version"] == "2.0"
     internal = [d for d in reader.arrow(T.DIRECTORIES).to_pylist() if d["full_path"][:2] == ["net", "internal"]]
     assert internal and all(d["acl"] == ["netops"] for d in internal)
+
+
+def test_restricted_rows_have_bm25_subshards_of_their_own(built):
+    """The build puts each ACL set's chunks in sub-shards of their own, so an outsider's BM25
+    statistics (and scores) never count rows it cannot read."""
+    _, index, _ = built
+    reader = IndexReader(index)
+    shards = reader.manifest.tantivy_shards["net"]
+    assert sorted(s.acl for s in shards) == [(), ("netops",)]
+    chunks = {s.acl: s.n_docs for s in shards}
+    rows = reader.arrow(T.CONTENTS).to_pylist()
+    assert chunks[("netops",)] == sum(r["domain"] == "net" and r["acl"] == ["netops"] for r in rows)
+    searcher = reader.shard("net")
+    outsider, netops = SearchScope(), SearchScope(groups=("netops",))
+    assert [len(searcher.visible(x)) for x in (outsider, netops)] == [1, 2]
+    public_shard = next(s for s in shards if not s.acl)
+    alone = ShardSearcher(os.path.join(index, public_shard.folder))
+    for query in ("router firmware", "backdoor ZETA-77 uplink"):
+        assert searcher.search(query, 20, outsider) == alone.search(query, 20, outsider)
+    assert {r["chunk_id"] for r in rows if r["acl"]} & {c for c, _ in searcher.search("backdoor ZETA-77", 20, netops)}
 
 
 def test_restricted_text_does_not_leak_into_public_summaries(built):

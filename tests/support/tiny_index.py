@@ -19,7 +19,7 @@ from vdgr_core.embedding import HashingEmbedder
 from vdgr_core.entities import entity_importance, extract_terms
 from vdgr_core.sentences import split_sentences
 from vdgr_core.store.manifest import DomainInfo
-from vdgr_core.store.tantivy_shard import build_shard
+from vdgr_core.store.tantivy_shard import build_shard, subshard_of
 from vdgr_core.store.writer import commit_index
 
 DIM = 64
@@ -194,7 +194,11 @@ def build_tiny_index(index_dir: str, docs=DOCS, descriptions=DESCRIPTIONS) -> st
         del c["_terms"]
     shards = []
     for dom in sorted({c["domain"] for c in contents}):
-        shards.append(build_shard(index_dir, dom, [c for c in contents if c["domain"] == dom]))
+        by_sub: dict[int, list] = {}
+        for c in contents:         # as the build partitions them: one sub-shard per ACL set
+            if c["domain"] == dom:
+                by_sub.setdefault(subshard_of(c["source"], 1, c["acl"]), []).append(c)
+        shards += [build_shard(index_dir, dom, rows, sub) for sub, rows in sorted(by_sub.items())]
     tables = {
         T.CONTENTS: pa.Table.from_pylist(contents, schema=T.contents_schema(DIM)),
         T.DIRECTORIES: pa.Table.from_pylist(drows, schema=T.directories_schema(DIM)),

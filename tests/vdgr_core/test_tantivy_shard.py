@@ -2,12 +2,13 @@
 import os
 import random
 
+import pytest
 import tantivy
 
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.tantivy_shard import (
-    BODY_FIELDS, LEGACY_FIELDS, MultiShardSearcher, ShardSearcher, body_text, build_shard, shard_digest,
-    subshard_count, subshard_of, update_shard,
+    BODY_FIELDS, LEGACY_FIELDS, MultiShardSearcher, ShardSearcher, acl_partition, body_text, build_shard,
+    shard_digest, subshard_count, subshard_of, update_shard,
 )
 
 PUBLIC = SearchScope(groups=())
@@ -158,3 +159,50 @@ def test_subshards_searched_together_score_like_one_shard(tmp_path):
     assert [(c, round(s, 4)) for c, s in only.search("router firmware", 10, PUBLIC)] == [
         (c, round(s, 4)) for c, s in plain.search("router firmware", 10, PUBLIC)]
     assert multi.search("Quorvex", 5, PUBLIC) == []
+
+
+def test_each_acl_set_has_its_own_subshards():
+    assert acl_partition(()) == 0
+    assert acl_partition(["hr", "legal"]) == acl_partition(["legal", "hr", "hr"]) != acl_partition(["hr"]) > 0
+    n = 4
+    public = {subshard_of(f"doc{i}.md", n) for i in range(40)}
+    assert public == set(range(n))                                             # as before: hash only
+    hr = {subshard_of(f"doc{i}.md", n, ["hr"]) for i in range(40)}
+    assert len(hr) == n and not hr & public
+    assert {s - n * acl_partition(["hr"]) for s in hr} == public                # the same hash split
+    assert subshard_of("a.md", 1, ["hr"]) == acl_partition(["hr"])              # an unsplit domain
+
+
+def _partitioned(tmp_path, rows):
+    subs: dict[int, list] = {}
+    for r in rows:
+        subs.setdefault(subshard_of(r["chunk_id"], 1, r["acl"]), []).append(r)
+    infos = [build_shard(str(tmp_path), "d", rs, sub) for sub, rs in sorted(subs.items())]
+    return MultiShardSearcher([os.path.join(str(tmp_path), i.folder) for i in infos], [i.acl for i in infos]), infos
+
+
+def test_rows_a_caller_cannot_read_change_none_of_its_scores(tmp_path):
+    """An outsider's BM25 scores over public rows are exactly those of an index without the
+    restricted rows (their document frequencies and lengths are in other sub-shards)."""
+    restricted = [_row("c5", "Camera vault", "Camera prototypes and camera salary notes.", ["HR", "Camera vault"],
+                       acl=["hr"])]
+    with_hidden, infos = _partitioned(tmp_path / "a", ROWS + restricted)
+    assert sorted(i.acl for i in infos) == [(), ("hr",)]
+    without, _ = _partitioned(tmp_path / "b", [r for r in ROWS if not r["acl"]])
+    for query in ("camera", "take pictures with the camera", "salary"):
+        assert with_hidden.search(query, 10, PUBLIC) == without.search(query, 10, PUBLIC), query
+    hr = SearchScope(groups=("hr",))
+    assert {c for c, _ in with_hidden.search("camera salary", 10, hr)} == {"c1", "c2", "c4", "c5"}
+    # one shard holding both (schema 2) lets the hidden rows move the outsider's scores
+    root = str(tmp_path / "m")
+    mixed = ShardSearcher(os.path.join(root, build_shard(root, "d", ROWS + restricted).folder))
+    assert dict(mixed.search("camera", 10, PUBLIC)) != dict(without.search("camera", 10, PUBLIC))
+
+
+def test_rows_of_two_acl_sets_in_one_partition_are_refused(tmp_path, monkeypatch):
+    from vdgr_core.store import tantivy_shard
+
+    monkeypatch.setattr(tantivy_shard, "acl_partition", lambda acl: 7 if acl else 0)
+    rows = [_row("a", "A", "x", ["A"], acl=["hr"]), _row("b", "B", "y", ["B"], acl=["legal"])]
+    with pytest.raises(ValueError, match="share the BM25 partition"):
+        build_shard(str(tmp_path), "d", rows, 7)

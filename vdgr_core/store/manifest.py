@@ -18,7 +18,8 @@ readers take the highest generation there, and ``manifest.json`` is a copy for t
 Format 2 (this version) adds, for incremental updates and the query side:
 
 * ``tantivy_shards``: per domain, its BM25 sub-shards (``sub``, ``folder``, ``n_docs``,
-  ``digest``, and since shard schema 3 ``schema``; one entry for a domain that is not split);
+  ``digest``, and since shard schema 3 ``schema`` and ``acl``, the ACL set of the rows of an
+  ACL partition; one entry for a domain that is not split);
 * ``table_digests`` and ``domain_digests``: the additive digest of each table and of each
   domain's rows of each table (vdgr_core/store/digest.py), so an update recomputes them from
   the rows it deletes and writes;
@@ -100,7 +101,7 @@ class Manifest:
     def to_json(self) -> str:
         d = asdict(self)
         d["tantivy_shards"] = {dom: [{"sub": s.sub, "folder": s.folder, "n_docs": s.n_docs, "digest": s.digest,
-                                      "schema": s.schema}
+                                      "schema": s.schema, "acl": list(s.acl)}
                                      for s in shards] for dom, shards in self.tantivy_shards.items()}
         return json.dumps(d, indent=2, sort_keys=True)
 
@@ -120,7 +121,7 @@ class Manifest:
                 shards[dom] = (ShardInfo(dom, v, chunks.get(dom, 0), "", 0, ""),)
             else:                          # "schema" absent: written before shards recorded it
                 shards[dom] = tuple(ShardInfo(dom, x["folder"], x["n_docs"], x["digest"], x["sub"],
-                                              x.get("schema", "")) for x in v)
+                                              x.get("schema", ""), tuple(x.get("acl", ()))) for x in v)
         d["tantivy_shards"] = shards
         d.pop("graphs", None)              # format 2: per-domain CSR folders, replaced by layouts
         d["layouts"] = {dom: LayoutRef.from_json(v) for dom, v in d.get("layouts", {}).items()}

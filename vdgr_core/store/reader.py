@@ -68,16 +68,19 @@ class IndexReader:
     def shard(self, domain: str) -> "Optional[ShardSearcher | MultiShardSearcher]":
         """The BM25 searcher of ``domain`` (None if the domain has no content).
 
-        A domain split into sub-shards gets one :class:`MultiShardSearcher` that searches them
-        together with domain-wide term statistics; callers see one object either way.
+        A domain split into sub-shards (by size or by ACL set) gets one
+        :class:`MultiShardSearcher` that searches those a caller may see together, with their
+        term statistics; callers see one object either way.
         """
-        folders = self.manifest.shard_folders(domain)
-        if not folders:
+        shards = self.manifest.tantivy_shards.get(domain, ())
+        if not shards:
             return None
         with self._lock:
             if domain not in self._shards:
-                paths = [self._local_shard(rel) for rel in folders]
-                self._shards[domain] = ShardSearcher(paths[0]) if len(paths) == 1 else MultiShardSearcher(paths)
+                paths = [self._local_shard(s.folder) for s in shards]
+                single = len(paths) == 1 and not shards[0].acl
+                self._shards[domain] = (ShardSearcher(paths[0]) if single
+                                        else MultiShardSearcher(paths, [s.acl for s in shards]))
             return self._shards[domain]
 
     def layout_folder(self, domain: str) -> str:

@@ -22,6 +22,8 @@ them in the current schema.
 Sub-shards. A domain holding more documents than ``bm25_subshard_max_documents`` is split into
 a power of two of sub-shards, a document going to sub-shard ``sha256(path) mod n``: no worker
 builds a whole large domain, and an update rewrites only the sub-shards its documents are in.
+Since schema version 3 the rows of each ACL set (and the public rows) also have sub-shards of
+their own (:func:`subshard_of`), so a caller's BM25 statistics come only from rows it may read.
 :class:`MultiShardSearcher` searches a domain's sub-shards as one index (see its docstring for
 how BM25 statistics are made consistent across them).
 
@@ -86,6 +88,9 @@ class ShardInfo:
     digest: str       # additive digest (64 hex digits; the folder holds the first 24)
     sub: int = 0      # sub-shard number within the domain
     schema: str = SCHEMA_VERSION   # the shard's schema version ("" when a manifest did not say)
+    # the groups that may read every row of the shard; () = public rows, or rows of several
+    # ACL sets (a shard built before ACL partitions): every caller searches it
+    acl: tuple[str, ...] = ()
 
 
 def subshard_count(n_documents: int, max_documents: int) -> int:
@@ -97,11 +102,26 @@ def subshard_count(n_documents: int, max_documents: int) -> int:
     return n
 
 
-def subshard_of(rel_path: str, n_subshards: int) -> int:
-    """The sub-shard a document's chunks go to (stable across runs and machines)."""
-    if n_subshards <= 1:
+def acl_partition(acl: Sequence[str]) -> int:
+    """0 for public rows; for rows only the groups ``acl`` may read, a 48-bit number named by
+    the set (blake2b of the sorted groups), so rows of one ACL set share sub-shards and no
+    others do (two sets colliding is a 2^-48 event; :func:`build_shard` refuses it)."""
+    if not acl:
         return 0
-    return int(hashlib.sha256(rel_path.encode("utf-8")).hexdigest()[:12], 16) % n_subshards
+    h = hashlib.blake2b("\x1f".join(sorted(set(acl))).encode("utf-8"), digest_size=6).digest()
+    return 1 + int.from_bytes(h, "big")
+
+
+def subshard_of(rel_path: str, n_subshards: int, acl: Sequence[str] = ()) -> int:
+    """The sub-shard a document's chunks go to (stable across runs and machines): one of
+    ``n_subshards`` by a hash of the path, within the partition of the document's ACL set.
+
+    ACL partitions keep BM25 statistics private: a caller searches only the sub-shards of
+    public rows and of the ACL sets it may read, so document frequencies, document counts and
+    average lengths of rows it cannot read never reach its scores (or the routing and trace
+    built from them)."""
+    hashed = 0 if n_subshards <= 1 else int(hashlib.sha256(rel_path.encode("utf-8")).hexdigest()[:12], 16) % n_subshards
+    return hashed + max(1, n_subshards) * acl_partition(acl)
 
 
 SHARD_COLUMNS = ("chunk_id", "text", "title", "path", "version", "acl")
@@ -142,7 +162,26 @@ def build_shard(index_root: str, domain: str, rows: list[Mapping], sub: int = 0)
     rel = shard_folder(domain, digest)
     if not loc.folder_complete(rel):
         _publish(loc, rel, lambda tmp: _write(tantivy.Index(SCHEMA, path=tmp), domain, (), rows))
-    return ShardInfo(domain, rel, len(rows), digest, sub, SCHEMA_VERSION)
+    return ShardInfo(domain, rel, len(rows), digest, sub, SCHEMA_VERSION, shard_acl(rows))
+
+
+def shard_acl(rows: Sequence[Mapping]) -> tuple[str, ...]:
+    """The ACL set every row shares (sorted groups), or () when a row is public or the rows'
+    sets differ.
+
+    Raises
+    ------
+    ValueError
+        When rows of different ACL sets fall in one ACL partition (a hash collision): their
+        statistics would be shared with callers who may read only one of the sets.
+    """
+    sets = {tuple(sorted(set(r["acl"] or ()))) for r in rows}
+    if len(sets) != 1 or () in sets:
+        parts = {acl_partition(a) for a in sets}
+        if len(parts) == 1 and 0 not in parts:
+            raise ValueError(f"ACL sets {sorted(sets)} share the BM25 partition {parts.pop()}")
+        return ()
+    return sets.pop()
 
 
 def shard_folder(domain: str, digest: str) -> str:
@@ -176,7 +215,7 @@ def update_shard(index_root: str, base: ShardInfo, deleted_rows: Sequence[Mappin
             _write(tantivy.Index.open(tmp), base.domain, [r["chunk_id"] for r in deleted_rows], added_rows)
 
         _publish(loc, rel, fill)
-    return ShardInfo(base.domain, rel, n_docs, digest, base.sub, base.schema)
+    return ShardInfo(base.domain, rel, n_docs, digest, base.sub, base.schema, base.acl)
 
 
 def _write(index, domain: str, deleted_ids: Iterable[str], rows: Iterable[Mapping]) -> None:
@@ -337,10 +376,16 @@ class MultiShardSearcher:
     document length in BM25's length normalization; documents are spread over sub-shards by a
     hash of their path, so the averages differ little (tests/vdgr_core/test_tantivy_shard.py
     measures the effect against one shard). Hits of all sub-shards are merged by score.
+
+    Sub-shards hold the rows of one ACL partition (:func:`subshard_of`); ``acls`` gives each
+    one's ACL set. A search reads only the sub-shards its scope may see, and its statistics
+    (``idf_all``) come from those alone: rows a caller cannot read change neither which rows
+    it gets nor their scores.
     """
 
-    def __init__(self, paths: Sequence[str]):
+    def __init__(self, paths: Sequence[str], acls: Optional[Sequence[Sequence[str]]] = None):
         self._shards = [ShardSearcher(p) for p in paths]
+        self._acls = [tuple(a) for a in acls] if acls is not None else [()] * len(paths)
 
     @property
     def num_docs(self) -> int:
@@ -350,18 +395,27 @@ class MultiShardSearcher:
     def fields(self) -> tuple[str, ...]:
         return BODY_FIELDS
 
+    def visible(self, scope: SearchScope) -> list[ShardSearcher]:
+        """The sub-shards ``scope`` may search: public ones (or of several ACL sets) and those of
+        an ACL set holding one of its groups."""
+        return [s for s, acl in zip(self._shards, self._acls) if scope.can_see(acl)]
+
     def search(self, text: str, k: int, scope: SearchScope,
                boosts: Optional[Mapping[str, float]] = None) -> list[tuple[str, float]]:
-        """Up to ``k`` (chunk_id, bm25 score) over every sub-shard, best first (ties by id)."""
+        """Up to ``k`` (chunk_id, bm25 score) over every sub-shard ``scope`` may search, with
+        the statistics of those sub-shards only, best first (ties by id)."""
+        shards = self.visible(scope)
+        if len(shards) <= 1:             # one shard's own statistics: exactly a single shard's scores
+            return shards[0].search(text, k, scope, boosts) if shards else []
         # distinct terms, as tantivy's query parser makes them (a repeated word counts once)
         tokens = list(dict.fromkeys(t for w in query_terms(text) for t in _analyzer().analyze(w)))
         if not tokens:
             return []
         field = BODY_FIELDS[0]
-        n_all = sum(s.num_docs for s in self._shards)
-        df = {t: [s.doc_freq(field, t) for s in self._shards] for t in set(tokens)}
+        n_all = sum(s.num_docs for s in shards)
+        df = {t: [s.doc_freq(field, t) for s in shards] for t in set(tokens)}
         hits: list[tuple[str, float]] = []
-        for i, shard in enumerate(self._shards):
+        for i, shard in enumerate(shards):
             clauses = []
             for t in tokens:
                 if df[t][i] == 0:
