@@ -13,11 +13,13 @@ down to the chunk's own heading), then its text, scored as one unit, with the he
 term frequencies before one saturation and one length normalization. Summing separate BM25
 scores of ``title``, ``path_text`` and ``text`` fields instead (schema version 1) counted a
 query word once per field, each with its own saturation, which over-rewards heading and path
-matches. ``python -m bench.bench_bm25_fields`` measures every variant on every benchmark set:
-separate fields lose R@5 on the manuals; ancestors' titles and the doubled heading each add R@1
-on the development halves, and together most. Shards of schema versions 1 and 2 are still
-read (version 1 is searched on ``text`` and ``title`` with equal weight); an update rebuilds
-them in the current schema.
+matches. ``python -m bench.bench_bm25_fields`` measures every variant on every benchmark set
+(BENCHMARKS.md, block ``bm25_fields``): separate fields lose 4 to 8 points of R@5 on the
+manuals; against heading + text (schema 2), the heading path with the doubled heading adds R@1
+of the default configuration on five of six development halves (up to 12.5 points) and ties
+on the sixth, with R@5 unchanged on every half; neither change alone does as well. Shards of
+schema versions 1 and 2 are still read (version 1 is searched on ``text`` and ``title`` with
+equal weight); an update rebuilds them in the current schema.
 
 Sub-shards. A domain holding more documents than ``bm25_subshard_max_documents`` is split into
 a power of two of sub-shards, a document going to sub-shard ``sha256(path) mod n``: no worker
