@@ -125,10 +125,24 @@ def _open(index: Path):
     return reader, IndexView(reader), make_embedder(emb), QueryConfig(embedding=emb)
 
 
-def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
-    """Every configuration over every question of ``es``: per-question scores and aggregates."""
-    from vdgr_core.query.knowledge_base import KnowledgeBase
+@dataclass(frozen=True)
+class OpenedSet:
+    """One set ready to answer: its converter, questions, index (reader, view, embedder) and
+    the default configuration for that index; ``index`` is :func:`ensure_index`'s report."""
 
+    ds: object
+    questions: list
+    reader: object
+    data: object
+    embedder: object
+    default: object
+    index: dict
+    base: Path
+
+
+def open_set(es: EvalSet, work: Path) -> OpenedSet:
+    """Convert ``es``'s shared data, build its index unless an equal one is there, read its
+    questions and open the index (the embedder warmed up)."""
     ds = DATASETS[es.dataset]
     base = work / es.work
     ds.convert(base)
@@ -136,9 +150,19 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
     questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
     reader, data, embedder, default = _open(base / "index")
     embedder.embed(["warm up"])
+    return OpenedSet(ds, questions, reader, data, embedder, default, index, base)
+
+
+def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
+    """Every configuration over every question of ``es``: per-question scores and aggregates."""
+    from vdgr_core.query.knowledge_base import KnowledgeBase
+
+    opened = open_set(es, work)
+    ds, questions, base = opened.ds, opened.questions, opened.base
+    reader, data, embedder, default = opened.reader, opened.data, opened.embedder, opened.default
     out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args),
-           "index_reused": index["reused"], "questions": {h: sum(half_of(q["id"]) == h for q in questions)
-                                                          for h in HALVES}, "configs": {}}
+           "index_reused": opened.index["reused"],
+           "questions": {h: sum(half_of(q["id"]) == h for q in questions) for h in HALVES}, "configs": {}}
     vectors = None        # one VectorSearch for every configuration (a small index's vectors load once)
     for name, over in configs(default.routes):
         if names and name not in names:
@@ -267,6 +291,27 @@ def block_header(title: str, report: dict) -> list[str]:
             f"- machine: `{m['uname']}`, {m['nproc']} CPUs"]
 
 
+def config_rows(configs: dict, cols) -> list[str]:
+    """A Markdown table: one row per configuration, dev / test / all per metric of ``cols``,
+    then p50 / p95 latency over all questions."""
+    head = ["configuration", *[f"{h} dev / test / all" for _, h in cols], "p50 / p95 ms (all)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cfg, agg in configs.items():
+        cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
+        lat = agg["all"].get("latency") or {}
+        lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
+    return lines + [""]
+
+
+def write_report(name: str, report: dict, text: str) -> None:
+    """``bench/out/<name>.json`` and the block ``name`` of BENCHMARKS.md."""
+    from bench.update_benchmarks_md import merge_block
+
+    (REPO / "bench" / "out" / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    md = REPO / "BENCHMARKS.md"
+    md.write_text(merge_block(md.read_text(encoding="utf-8"), name, text), encoding="utf-8")
+
+
 def render(report: dict) -> str:
     """Markdown: one table per set, rows = configurations, dev | test | all per metric."""
     lines = [*block_header("ablation", report),
@@ -278,13 +323,7 @@ def render(report: dict) -> str:
         cols = _COLS[res["primary"]]
         q = res["questions"]
         lines += [f"#### {name}: {res['note']} (dev {q['dev']}, test {q['test']} questions)", ""]
-        head = ["configuration", *[f"{h} dev / test / all" for _, h in cols], "p50 / p95 ms (all)"]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for cfg, agg in res["configs"].items():
-            cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
-            lat = agg["all"].get("latency") or {}
-            lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
-        lines.append("")
+        lines += config_rows(res["configs"], cols)
     lines += goals_table(report)
     bad = report.get("check")
     if bad is not None:
@@ -313,12 +352,7 @@ def main(argv=None) -> int:
     text = render(report)
     print(text)
     if a.write:
-        from bench.update_benchmarks_md import merge_block
-
-        out = REPO / "bench" / "out" / "ablation.json"
-        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "ablation", text), encoding="utf-8")
+        write_report("ablation", report, text)
     if a.check and bad:
         print("[ablation] check failed:\n  " + "\n  ".join(bad), file=sys.stderr)
         return 1

@@ -32,18 +32,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from bench.ablation import _COLS, SETS, _aggregate, _answer, _f, _open, block_header
-from bench.common import REPO, read_jsonl
-from bench.datasets import DATASETS
+from bench.ablation import _COLS, SETS, _aggregate, _answer, _f, block_header, open_set, write_report
+from bench.common import REPO
 from bench.run_eval import commit, machine
-from bench.vdgr_cli import ensure_index
 
 CONFIGS = ("bm25", "full")
 
@@ -122,13 +119,9 @@ def run_set(es, work: Path, tmp: Path, variants=None, log=print) -> dict:
     """Every variant x configuration over every question of ``es``."""
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
-    ds = DATASETS[es.dataset]
-    base = work / es.work
-    ds.convert(base)
-    ensure_index(base / "corpus", base / "index", list(es.index_args), base / "logs" / "index.log")
-    questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
-    reader, data, embedder, default = _open(base / "index")
-    embedder.embed(["warm up"])
+    opened = open_set(es, work)
+    ds, questions = opened.ds, opened.questions
+    reader, data, embedder, default = opened.reader, opened.data, opened.embedder, opened.default
     rows = reader.arrow("contents", ["chunk_id", "domain", "text", "title", "path", "version", "acl"]).to_pylist()
     by_domain: dict[str, list] = {}
     for r in rows:
@@ -195,12 +188,7 @@ def main(argv=None) -> int:
     text = render(report)
     print(text)
     if a.write:
-        from bench.update_benchmarks_md import merge_block
-
-        (REPO / "bench" / "out" / "bm25_fields.json").write_text(json.dumps(report, indent=1) + "\n",
-                                                                  encoding="utf-8")
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "bm25_fields", text), encoding="utf-8")
+        write_report("bm25_fields", report, text)
     return 0
 
 

@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import types
 from pathlib import Path
 from typing import Callable, Mapping
 
-from bench.ablation import SETS, _f, _open, block_header
-from bench.common import REPO, read_jsonl
+from bench.ablation import SETS, _f, block_header, open_set, write_report
+from bench.common import REPO
 from bench.datasets import DATASETS
 from bench.run_eval import commit, machine
 from bench.splits import HALVES, half_of
-from bench.vdgr_cli import ensure_index
 
 CAPTURED = ("bm25", "dense", "graph", "toc")
 
@@ -36,14 +34,10 @@ def capture(es, work: Path, log=print) -> tuple[object, list[dict]]:
     """(knowledge base, one record per question: question, gold, routing, lists by route)."""
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
-    ds = DATASETS[es.dataset]
-    base = work / es.work
-    ds.convert(base)
-    ensure_index(base / "corpus", base / "index", list(es.index_args), base / "logs" / "index.log")
-    questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
-    reader, data, embedder, default = _open(base / "index")
-    cfg = default.model_copy(update={"routes": CAPTURED, "backtrack": False, "reflection": False})
-    kb = KnowledgeBase(reader, data, cfg, embedder)
+    opened = open_set(es, work)
+    questions = opened.questions
+    cfg = opened.default.model_copy(update={"routes": CAPTURED, "backtrack": False, "reflection": False})
+    kb = KnowledgeBase(opened.reader, opened.data, cfg, opened.embedder)
     seen: dict = {}
 
     def spy(self, lists):
@@ -136,7 +130,7 @@ def _second_hop(n_seeds: int, beta: float, method: str = "zscore"):
     def fn(lists, kb, rec):
         g = graphs.get(id(kb))
         if g is None:
-            g = graphs[id(kb)] = GraphRoute(kb.data, kb.config.model_copy(
+            g = graphs[id(kb)] = GraphRoute(kb.data, kb.vectors, kb.config.model_copy(
                 update={"graph_n": n_seeds, "graph_beta": beta}))
         head = route1(lists, kb, rec)
         n = len(lists["bm25"].hits) or 30
@@ -208,11 +202,7 @@ def main(argv=None) -> int:
     text = render(report)
     print(text)
     if a.write:
-        from bench.update_benchmarks_md import merge_block
-
-        (REPO / "bench" / "out" / "fusion.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "fusion", text), encoding="utf-8")
+        write_report("fusion", report, text)
     return 0
 
 

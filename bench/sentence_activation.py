@@ -35,11 +35,10 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.ablation import _COLS, SETS, _aggregate, _answer, _f, _open, block_header
-from bench.common import REPO, read_jsonl
-from bench.datasets import DATASETS
+from bench.ablation import (_COLS, SETS, _aggregate, _answer, block_header, config_rows, open_set,
+                            write_report)
+from bench.common import REPO
 from bench.run_eval import commit, machine
-from bench.vdgr_cli import ensure_index
 
 TAU = 0.4          # a sentence must be at least this similar to the question to bridge
 ITERATIONS = 3     # activation rounds
@@ -133,14 +132,10 @@ def activated_graph_route(data, vectors, config, sentences: Sentences):
 def run_set(es, work: Path, betas: Sequence[float], log=print) -> dict:
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
-    ds = DATASETS[es.dataset]
-    base = work / es.work
-    ds.convert(base)
-    ensure_index(base / "corpus", base / "index", list(es.index_args), base / "logs" / "index.log")
-    questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
-    reader, data, embedder, default = _open(base / "index")
-    embedder.embed(["warm up"])
-    sentences = Sentences(reader, data, embedder, base / "sentence_vectors.npy")
+    opened = open_set(es, work)
+    ds, questions = opened.ds, opened.questions
+    reader, data, embedder, default = opened.reader, opened.data, opened.embedder, opened.default
+    sentences = Sentences(reader, data, embedder, opened.base / "sentence_vectors.npy")
     t0 = time.perf_counter()
     for i in range(0, len(sentences.chunk_texts), 256):
         embedder.embed(sentences.chunk_texts[i:i + 256])
@@ -174,13 +169,7 @@ def render(report: dict) -> str:
         lines += [f"#### {name}: {res['note']}", "",
                   f"{res['sentences']} sentences in {res['chunks']} chunks; embedding every sentence took "
                   f"{res['sentence_embed_s']} s, every chunk {res['chunk_embed_s']} s (the same embedder)", ""]
-        head = ["configuration", *[f"{h} dev / test / all" for _, h in cols], "p50 / p95 ms (all)"]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for cfg, agg in res["configs"].items():
-            cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
-            lat = agg["all"].get("latency") or {}
-            lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
-        lines.append("")
+        lines += config_rows(res["configs"], cols)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -201,12 +190,7 @@ def main(argv=None) -> int:
     text = render(report)
     print(text)
     if a.write:
-        from bench.update_benchmarks_md import merge_block
-
-        (REPO / "bench" / "out" / "sentence_activation.json").write_text(json.dumps(report, indent=1) + "\n",
-                                                                         encoding="utf-8")
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), "sentence_activation", text), encoding="utf-8")
+        write_report("sentence_activation", report, text)
     return 0
 
 
