@@ -65,7 +65,6 @@ from vdgr_core.store.layout_rows import DomainDelta
 from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
-from vdgr_core.store.tantivy_shard import SCHEMA_VERSION as SHARD_SCHEMA
 from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
                                            update_shard)
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
@@ -546,7 +545,7 @@ class _RowUpdate:
             if d not in subshards:
                 continue
             old = {s.sub: s for s in m.tantivy_shards.get(d, ())}
-            if m.subshards.get(d, 1) != n or any(not s.digest or s.schema != SHARD_SCHEMA for s in old.values()):
+            if m.subshards.get(d, 1) != n or any(not s.current for s in old.values()):
                 rows = self._stored_domain_rows(d, fields)       # new sub-shard layout or schema: rebuild
                 by_sub = defaultdict(list)
                 for r in rows:
@@ -622,7 +621,7 @@ def stale_shards(reader: IndexReader) -> list[str]:
     ``SCHEMA_VERSION``) or carry no digest: an update rebuilds them from the tables, even when
     no document changed, so an updated index equals a rebuild."""
     return sorted(d for d, shards in reader.manifest.tantivy_shards.items()
-                  if any(not s.digest or s.schema != SHARD_SCHEMA for s in shards))
+                  if any(not s.current for s in shards))
 
 
 def stale_layouts(reader: IndexReader) -> list[str]:

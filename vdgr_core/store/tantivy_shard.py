@@ -94,6 +94,12 @@ class ShardInfo:
     # ACL sets (a shard built before ACL partitions): every caller searches it
     acl: tuple[str, ...] = ()
 
+    @property
+    def current(self) -> bool:
+        """Built in this version's schema, with a digest: an update may patch it; any other
+        shard is rebuilt from the tables."""
+        return bool(self.digest) and self.schema == SCHEMA_VERSION
+
 
 def subshard_count(n_documents: int, max_documents: int) -> int:
     """Sub-shards of a domain of ``n_documents``: the smallest power of two keeping each under
