@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench.common import REPO, read_jsonl
 from bench.datasets import DATASETS
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 from bench.splits import HALVES, half_of
 from bench.vdgr_cli import ensure_index
 
@@ -119,8 +119,7 @@ def _open(index: Path):
     from vdgr_core.store.reader import IndexReader
 
     m = read_manifest(str(index))
-    kind = m.embedding_model.split(":", 1)[0]
-    emb = EmbeddingConfig(kind=kind if kind in ("minilm", "hashing") else "minilm", dim=m.dim)
+    emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
     reader = IndexReader(str(index))
     return reader, IndexView(reader), make_embedder(emb), QueryConfig(embedding=emb)
 
@@ -288,7 +287,7 @@ def block_header(title: str, report: dict) -> list[str]:
     m = report["machine"]
     return [f"### {title}", "", f"- command: `{report['command']}`",
             f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-            f"- machine: `{m['uname']}`, {m['nproc']} CPUs"]
+            machine_line(m)]
 
 
 def config_rows(configs: dict, cols) -> list[str]:

@@ -18,6 +18,8 @@ the vector index only for scopes larger than ``exact_max_rows`` rows.
 """
 from __future__ import annotations
 
+from bench.markdown import machine_line
+
 import argparse
 import json
 import sys
@@ -52,7 +54,7 @@ def sweep(index: str, domain: str, questions: list[str], nprobes: list[int], ref
 
     reader = IndexReader(index)
     m = reader.manifest
-    embedder = make_embedder(EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim))
+    embedder = make_embedder(EmbeddingConfig.for_index(m.embedding_model, m.dim))
     qvecs = [np.asarray(v, dtype=np.float32) for v in embedder.embed(questions)]
     rows = []
     for table in ("contents", "directories"):
@@ -96,7 +98,7 @@ def render(report: dict) -> str:
     lines = ["### ann (vector-index recall and latency by search setting)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report['commit']}",
-             f"- machine: `{report['machine']}` (shared; timings noisy)",
+             machine_line(report["machine"]) + " (shared; timings noisy)",
              f"- index: `{report['index']}` ({report['rows']})",
              "- the 50 S10 questions; recall@10 of a limit-10 search against an exact scan of the same rows and "
              "prefilter (a row counts within 1e-6 of the exact 10th distance); scoped: the question's domain as "

@@ -33,7 +33,7 @@ def _second_pass(index: str, questions: list[str]) -> dict:
     from vdgr_core.store.manifest import read_manifest
 
     m = read_manifest(index)
-    emb = EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)
+    emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
     cfg = QueryConfig(embedding=emb, routes=("hybrid", "toc", "graph"), backtrack=True, reflection=True,
                       routing=True)
     kb = KnowledgeBase.open(index, cfg)

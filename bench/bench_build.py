@@ -8,8 +8,8 @@ Measures, side by side in one run on one machine:
   1. the full build (`vdgr index`, a subprocess): wall time, chunks/s, peak RSS;
   2. embedding alone, in one process: the same texts the build embedded (the distinct content
      and directory-summary texts, read back from the built index) in one `embed()` call, in
-     batches of one token count (reproducible vectors) and then, for the cost of that, in the
-     earlier batches padded to their longest text;
+     reproducible fixed-shape calls and then, for the cost of that, in free batches padded to
+     their longest text;
 and reports the ratio build / embed-alone (goal: at most 1.5). Writes bench/out/build.json.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 
 from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 
 _EMBED_ALONE = r"""
 import json, sys, time
@@ -43,9 +43,9 @@ t1 = time.perf_counter()
 grouped = e.embed(distinct)
 t2 = time.perf_counter()
 out = {"texts": len(texts), "distinct": len(distinct), "load_s": t1 - t0, "embed_s": t2 - t1}
-if hasattr(e, "group_by_length"):
-    # the earlier batching (longest first, padded to the batch's longest text), side by side
-    e.group_by_length = False
+if hasattr(e, "batching"):
+    # unconstrained batching (longest first, padded to the batch's longest text), side by side
+    e.batching = "free"
     t3 = time.perf_counter()
     padded = e.embed(distinct)
     out["padded_embed_s"] = time.perf_counter() - t3
@@ -114,7 +114,7 @@ def render(report: dict) -> str:
     return "\n".join([
         "### build (full build vs embedding alone)", "",
         f"- command: `{r['command']}`", f"- date: {r['date']}; commit: {r.get('commit') or 'unknown'}",
-        f"- machine: `{m['uname']}`, {m['nproc']} CPUs" if isinstance(m, dict) else f"- machine: {m}",
+        machine_line(m),
         f"- corpus: {r['corpus']}, {r['embedding']} embeddings; `vdgr index` in a subprocess, then the same "
         "distinct texts embedded alone in one process (model load included)", "",
         "| documents | chunks | directory nodes | build wall s | chunks/s | peak RSS MB (children) | texts embedded (distinct) | embed alone s | build / embed alone |",
@@ -124,7 +124,7 @@ def render(report: dict) -> str:
         f"{r['ratio_build_to_embed_alone']} |", "",
         *([f"Embeddings the build computed: {r['embeddings_computed']:,} (distinct texts: "
            f"{r['embed_distinct_texts']:,})."] if r.get("embeddings_computed") is not None else []),
-        *([f"Batching by token count (reproducible vectors) against the earlier padded batches, the same "
+        *([f"Reproducible fixed-shape calls against free batches padded to their longest text, the same "
            f"distinct texts in one process: {r['embed_alone_s']} s vs {r['padded_embed_alone_s']} s "
            f"(ratio {r['grouped_to_padded']}); largest vector difference between the two "
            f"{r['padded_max_abs_diff']:.1e}."] if r.get("padded_embed_alone_s") else []), ""])

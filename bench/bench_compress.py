@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.bench_serve import build_examples_index
 from bench.common import REPO, read_jsonl
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 from schemas.config import EmbeddingConfig, LLMConfig, QueryConfig
 from tests.support.openai_server import ScriptedOpenAIServer
 from vdgr_core.eval.rouge import rouge_l_f1
@@ -72,7 +72,7 @@ def measure(index: Path, questions: list[dict], budgets: list[int]) -> dict:
     from vdgr_core.store.manifest import read_manifest
 
     m = read_manifest(str(index))
-    emb = EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)
+    emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
     out = {}
     with ScriptedOpenAIServer() as server:
         # only the answer call goes to the scripted model; everything else stays offline
@@ -125,7 +125,7 @@ def render(report: dict) -> str:
     lines = ["### compress (context compression, scripted LLM)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+             machine_line(m),
              f"- index: examples/corpus ({report['embedding']} embeddings), the {report['questions']} questions of "
              "examples/questions.jsonl with a reference answer, k=10; the scripted model answers with the 3 prompt sentences closest to "
              "the question; tokens = words and punctuation marks", "",

@@ -29,7 +29,7 @@ import numpy as np
 
 from bench.common import REPO, read_jsonl
 from bench.datasets import DATASETS
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 from bench.vdgr_cli import ensure_index
 from schemas.config import EmbeddingConfig, QueryConfig
 from vdgr_core.eval import path_matches
@@ -65,7 +65,7 @@ def measure(work: Path, embedding: str, threshold: float) -> dict:
     DATASETS["dcd"].convert(work / "dcd")
     m = read_manifest(str(base / "index"))
     kb = KnowledgeBase.open(str(base / "index"), QueryConfig(
-        embedding=EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)))
+        embedding=EmbeddingConfig.for_index(m.embedding_model, m.dim)))
     rows = []
     for q in read_jsonl(base / "questions_s10.jsonl"):
         r = kb.query(q["question"], with_answer=False)
@@ -105,7 +105,7 @@ def render(report: dict) -> str:
     lines = ["### confidence (retrieval confidence calibration)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+             machine_line(m),
              f"- index: EManual S10 ({report['embedding']} embeddings), default configuration; {r['answerable']} "
              f"S10 questions (label 1 when the gold section is in the top 5: {r['answerable_found']}) and "
              f"{r['unanswerable']} DCD questions asked of it (label 0)", "",

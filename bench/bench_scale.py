@@ -34,6 +34,8 @@ written for a size that was not run.
 """
 from __future__ import annotations
 
+from bench.markdown import machine_line
+
 import argparse
 import csv
 import json
@@ -172,7 +174,7 @@ configs = {"bm25": dict(routes=("bm25",), **off), "dense": dict(routes=("dense",
            "all routes": dict(routes=("hybrid", "toc", "graph"), backtrack=True, reflection=True, routing=True)}
 from vdgr_core.store.manifest import read_manifest
 m = read_manifest(index)
-emb = EmbeddingConfig(kind=m.embedding_model.split(":", 1)[0], dim=m.dim)
+emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
 def rss_mb():
     return round([int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")][0] / 1024)
 t1 = time.perf_counter()
@@ -418,7 +420,7 @@ def render(report: dict) -> str:
     lines = ["### scale (hashing embedder, in-process runner)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report['commit']}",
-             f"- machine: `{report['machine']}` (shared with other developers; timings noisy)",
+             machine_line(report["machine"]) + " (shared with other developers; timings noisy)",
              "- corpus: EManual S10 + 32 manuals grown into N versions per manual (`bench/grow_corpus.py`); "
              "update: 1% of the documents (every 100th) get one paragraph; query: the 50 S10 questions, "
              "domain given (\"no domain\": the same questions without it, routing scores every domain; "

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import REPO, read_jsonl, vdgr_command
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 from vdgr_core.eval import latency_summary
 
 KEY = "bench-key-0123456789abcdef"
@@ -136,7 +136,7 @@ def render(report: dict) -> str:
     lines = ["### serve (HTTP service)", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs (shared; client and server on the same machine)",
+             machine_line(m) + " (shared; client and server on the same machine)",
              f"- index: examples/corpus ({report['embedding']} embeddings); `POST /v1/query` with the "
              f"{report['questions']} questions of examples/questions.jsonl, default configuration, no LLM; "
              "latency = client wall time per request", "",

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from bench.common import emanual_all_corpus, perf_arguments, run_timed, vdgr_command
-from bench.run_eval import commit, machine
+from bench.run_eval import commit, machine, machine_line
 
 
 def _vdgr(args: list[str]) -> tuple[float, str]:
@@ -136,7 +136,7 @@ def render(report: dict) -> str:
     return "\n".join([
         "### update (1% of the documents changed)", "",
         f"- command: `{r['command']}`", f"- date: {r['date']}; commit: {r.get('commit') or 'unknown'}",
-        f"- machine: `{m['uname']}`, {m['nproc']} CPUs" if isinstance(m, dict) else f"- machine: {m}",
+        machine_line(m),
         "- corpus: EManual S10 + 32 manuals; each changed document gets one new paragraph; `vdgr update` in a "
         "new process (model load included), then the same kind of change applied in a warm process", "",
         "| documents | changed | full build s | update s | update / full | warm update s | warm / full | "

@@ -4,6 +4,14 @@ from __future__ import annotations
 from typing import Mapping
 
 
+def machine_line(m) -> str:
+    """The ``- machine:`` line of a BENCHMARKS.md block for a report's ``machine`` field."""
+    if not isinstance(m, dict):
+        return f"- machine: {m}"
+    cpu = f"; CPU {m['cpu']}" if m.get("cpu") else ""
+    return f"- machine: `{m['uname']}`, {m['nproc']} CPUs{cpu}"
+
+
 def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
@@ -33,7 +41,7 @@ def render(report: Mapping) -> str:
     lines = [f"### {report['dataset']}", "",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
-             f"- machine: `{m['uname']}`, {m['nproc']} CPUs",
+             machine_line(m),
              f"- index: {'reused' if report['index'].get('reused') else 'built'}"
              + (f" in {report['index']['build_s']} s" if report["index"].get("build_s") else "")
              + f"; questions per setting: {report['questions']}", ""]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.common import REPO, read_jsonl, slug, write_jsonl
 from bench.datasets import CONFIGS, DATASETS, QUICK_CONFIGS, Dataset
-from bench.markdown import render
+from bench.markdown import machine_line, render  # noqa: F401 (machine_line: for the benches)
 from bench.vdgr_cli import ensure_index, run, supported
 from vdgr_core.eval import aggregate, score_result
 
@@ -31,12 +31,22 @@ QUERY_KEYS = ("id", "question", "domain", "version", "groups")
 
 
 def machine() -> dict:
-    """``uname -a`` and the CPU count of this machine."""
+    """``uname -a``, the CPU count, and the CPU's model with its vector extensions and torch's
+    CPU capability (an AVX2-only host runs bf16 at a third of float32 speed: a figure that moved
+    several-fold between hosts is explained here first)."""
+    from vdgr_core.cpu import describe
+
     try:
         uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         uname = " ".join(platform.uname())
-    return {"uname": uname, "nproc": os.cpu_count()}
+    try:
+        import torch
+
+        capability = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        capability = "no torch"
+    return {"uname": uname, "nproc": os.cpu_count(), "cpu": f"{describe()}, torch {capability}"}
 
 
 def commit() -> str | None:

@@ -59,7 +59,7 @@ def stamp(command: str) -> dict:
 
     m = machine()
     return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
-            "machine": f"{m['uname']}, {m['nproc']} CPUs"}
+            "machine": m}
 
 
 def publish(report: dict, out: Path, block: str, text: str, markdown: bool = True) -> None:

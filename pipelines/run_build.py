@@ -18,7 +18,7 @@ from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
 from vdgr_core.corpus import CorpusScan, scan_corpus
-from vdgr_core.embedding import embedder_identity
+from vdgr_core.embedding import embedder_identity, resolve_precision
 from vdgr_core.ids import stable_id
 from vdgr_core.memory import release_unused_memory
 from vdgr_core.store.failpoints import failpoint
@@ -60,6 +60,20 @@ def _counter(result, name: str) -> int:
         return -1
 
 
+def with_precision(config: BuildConfig, recorded: Optional[dict] = None) -> BuildConfig:
+    """``config`` with an ``"auto"`` embedding precision made concrete: the precision the
+    ``recorded`` settings of an index name (an update keeps the index's vectors on any host),
+    else this host's (:func:`vdgr_core.embedding.resolve_precision`)."""
+    if config.embedding.precision != "auto":
+        return config
+    if recorded:
+        kept = BuildConfig.from_settings(recorded, corpus=config.corpus, index=config.index).embedding
+        if kept.kind == config.embedding.kind and kept.precision != "auto":
+            return config.model_copy(update={"embedding": config.embedding.model_copy(
+                update={"precision": kept.precision})})
+    return config.model_copy(update={"embedding": resolve_precision(config.embedding)})
+
+
 def model_identity(config: BuildConfig) -> tuple[str, int]:
     """The embedder's model id and dimension, known without loading the model."""
     return embedder_identity(config.embedding)
@@ -83,6 +97,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
+    config = with_precision(config)
     with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
         say(f"scanning {config.corpus}")
         scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)

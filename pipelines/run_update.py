@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from pipelines.delta_update import apply_document_delta, stale_layouts, stale_shards
-from pipelines.run_build import BuildReport, execute_build, run_build
+from pipelines.run_build import BuildReport, execute_build, run_build, with_precision
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
@@ -85,6 +85,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
         report = run_build(config, beam_args, progress)
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
+    config = with_precision(config, reader.manifest.config)
     config_changed = check_settings(reader.manifest.config, config, settings_change)
     scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
     current = current_fingerprints(scan, config, FileStatsCache(config.index))

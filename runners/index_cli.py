@@ -11,6 +11,7 @@ from typing import Optional
 from runners.early_embedder import early_embedder, runs_in_this_process
 from runners.presets import PRESETS, apply_preset
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
+from vdgr_core.embedding import resolve_precision
 
 
 def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool = False) -> None:
@@ -37,6 +38,10 @@ def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool =
     p.add_argument("--embedding-dim", type=int, default=default(EmbeddingConfig().dim),
                    help="vector dimension (must match what --embedding-model returns; default 384)" + note)
     p.add_argument("--batch-size", type=int, default=default(EmbeddingConfig().batch_size), help=note or None)
+    p.add_argument("--embedding-precision", choices=["auto", "fp32", "bf16"], default=default("auto"),
+                   help="numerics of the local model's stored vectors; auto: bf16 where the CPU computes it "
+                        "natively (AVX512-BF16 or AMX), fp32 elsewhere; the index records what it resolved to"
+                        + note)
     p.add_argument("--title-entities", action=argparse.BooleanOptionalAction, default=default(True),
                    help="link every chunk to the entities its section title names (default: on)" + note)
     p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for summaries/entities")
@@ -69,9 +74,9 @@ def build_config(args) -> BuildConfig:
     return BuildConfig(
         corpus=args.corpus, index=args.index,
         chunking=ChunkingConfig(max_tokens=args.chunk_tokens, overlap_tokens=overlap),
-        embedding=EmbeddingConfig(kind=args.embedding, base_url=args.embedding_base_url,
-                                  model=args.embedding_model, dim=args.embedding_dim,
-                                  batch_size=args.batch_size),
+        embedding=resolve_precision(EmbeddingConfig(
+            kind=args.embedding, base_url=args.embedding_base_url, model=args.embedding_model,
+            dim=args.embedding_dim, batch_size=args.batch_size, precision=args.embedding_precision)),
         llm=llm,
         title_entities=args.title_entities,
         **_execution_settings(args),
@@ -102,6 +107,7 @@ def update_config(args, recorded: Optional[dict]) -> BuildConfig:
     if recorded is None:
         defaults = {"chunk_tokens": ChunkingConfig().max_tokens, "embedding": "minilm",
                     "embedding_dim": EmbeddingConfig().dim, "batch_size": EmbeddingConfig().batch_size,
+                    "embedding_precision": "auto",
                     "title_entities": BuildConfig.model_fields["title_entities"].default}
         given = {k: v for k, v in vars(args).items() if v is not None}
         return build_config(argparse.Namespace(**{**vars(args), **defaults, **given}))
@@ -120,9 +126,10 @@ def update_config(args, recorded: Optional[dict]) -> BuildConfig:
         chunking = ChunkingConfig(max_tokens=tokens, overlap_tokens=overlap)
     changed = {name: value for name, value in (
         ("kind", args.embedding), ("base_url", args.embedding_base_url), ("model", args.embedding_model),
-        ("dim", args.embedding_dim), ("batch_size", args.batch_size)) if value is not None}
+        ("dim", args.embedding_dim), ("batch_size", args.batch_size),
+        ("precision", getattr(args, "embedding_precision", None))) if value is not None}
     if changed:
-        embedding = EmbeddingConfig(**{**embedding.model_dump(), **changed})
+        embedding = resolve_precision(EmbeddingConfig(**{**embedding.model_dump(), **changed}))
     if args.llm_base_url:
         llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model or "default", cache_path=args.llm_cache)
     elif llm is not None and (args.llm_model or args.llm_cache):

@@ -58,11 +58,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args, manifest) -> QueryConfig:
-    kind = args.embedding or manifest.embedding_model.split(":", 1)[0]
-    if kind not in ("minilm", "hashing", "openai"):
-        kind = "minilm"
-    emb = EmbeddingConfig(kind=kind, dim=args.embedding_dim or manifest.dim,
-                          model_path=args.embedding_model_path)
+    emb = EmbeddingConfig.for_index(manifest.embedding_model, manifest.dim, kind=args.embedding,
+                                    dim=args.embedding_dim, model_path=args.embedding_model_path)
     llm = None
     if args.llm_base_url or args.llm_model:
         if not (args.llm_base_url and args.llm_model):

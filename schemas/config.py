@@ -43,14 +43,44 @@ class EmbeddingConfig(_Frozen):
     model: Optional[str] = None           # openai model name
     api_key: str = Field(default="not-needed", repr=False)
     dim: int = Field(default=384, ge=8, le=8192)
+    # texts per request (the OpenAI endpoint; the texts the build sends the local model at once);
+    # the local model's calls have a shape fixed by token count, so vectors never depend on it
     batch_size: int = Field(default=64, ge=1, le=4096)
-    bf16: bool = True                     # minilm: bf16 autocast on CPU
+    # minilm: the numerics of stored vectors. "auto" is bf16 where the CPU computes bf16 natively
+    # (AVX512-BF16 or AMX), float32 elsewhere; a build records the precision it resolved, so an
+    # update keeps the index's vectors on any host (vdgr_core.embedding.resolve_precision)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_bf16(cls, data):
+        """Settings recorded before ``precision`` existed said ``bf16: true|false``."""
+        if isinstance(data, dict) and "bf16" in data:
+            data = dict(data)
+            bf16 = data.pop("bf16")
+            data.setdefault("precision", "bf16" if bf16 else "fp32")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "EmbeddingConfig":
         if self.kind == "openai" and not (self.base_url and self.model):
             raise ValueError("embedding kind 'openai' needs base_url and model")
         return self
+
+    @classmethod
+    def for_index(cls, embedding_model: str, dim: int, /, **given) -> "EmbeddingConfig":
+        """The embedding an index's manifest names (``embedding_model``, e.g.
+        ``minilm:all-MiniLM-L6-v2:fp32``, and ``dim``), with the ``given`` fields (those not
+        None) on top: what a query, serve or update process must embed with."""
+        kind, _, rest = embedding_model.partition(":")
+        fields: dict = {"kind": kind if kind in ("minilm", "openai", "hashing") else "minilm", "dim": dim}
+        if fields["kind"] == "minilm":
+            precision = rest.rpartition(":")[2]
+            fields["precision"] = precision if precision in ("fp32", "bf16") else "bf16"
+        fields.update({k: v for k, v in given.items() if v is not None})
+        if fields["kind"] != "minilm":
+            fields.pop("precision", None)
+        return cls(**fields)
 
 
 class ChunkingConfig(_Frozen):

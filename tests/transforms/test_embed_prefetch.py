@@ -34,14 +34,14 @@ class _Cache:
 
 def test_prefetched_vectors_are_the_embedders_and_cached_texts_are_not_sent():
     emb = _AsyncHashing()
-    pre = EmbeddingPrefetcher(emb, _Cache({"cached"}), batch_size=2, window=3)
+    pre = EmbeddingPrefetcher(emb, _Cache({"cached"}), window=3)
     texts = {"a": "alpha beta", "b": "gamma", "c": "delta epsilon zeta", "cached": "old text"}
     for key, text in texts.items():
         pre.offer(key, text)
     pre.offer("a", "alpha beta")                   # offered twice, sent once
     pre.flush()
     assert sorted(t for batch in emb.sent for t in batch) == sorted(["alpha beta", "gamma", "delta epsilon zeta"])
-    assert all(len(batch) <= 2 for batch in emb.sent)
+    assert [len(batch) for batch in emb.sent] == [3]        # the whole window in one request
     for key in ("a", "b", "c"):
         np.testing.assert_array_equal(pre.take(key), emb.inner.embed([texts[key]])[0])
     assert pre.take("a") is None                    # taken once
@@ -84,7 +84,7 @@ def test_a_text_met_again_after_its_vector_was_taken_is_not_sent_again():
     from transforms.embed import _MEMO
 
     emb = _AsyncHashing()
-    pre = EmbeddingPrefetcher(emb, _Cache(set()), batch_size=4, window=1)
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), window=1)
     pre.offer("again-key", "repeated manual text")
     vec = pre.take("again-key")
     assert vec is not None and len(emb.sent) == 1
@@ -97,7 +97,7 @@ def test_a_text_met_again_after_its_vector_was_taken_is_not_sent_again():
 
 def test_a_text_taken_while_still_in_the_window_is_sent_once():
     emb = _AsyncHashing()
-    pre = EmbeddingPrefetcher(emb, _Cache(set()), batch_size=8, window=100)
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), window=100)
     pre.offer("k1", "first text")
     pre.offer("k2", "second text")
     assert emb.sent == []                       # still waiting in the window

@@ -100,7 +100,7 @@ def test_openai_embedder_wrong_dimension(openai_server):
 
 @pytest.mark.integration
 def test_minilm_real_model_semantics():
-    emb = make_embedder(EmbeddingConfig(kind="minilm", bf16=True))
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="bf16"))
     assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16" and emb.dim == 384
     q, near, far = emb.embed([
         "reset the router to factory settings",
@@ -115,21 +115,22 @@ def test_minilm_real_model_semantics():
 
 @pytest.mark.integration
 def test_minilm_fp32_and_dimension_check():
-    fp32 = make_embedder(EmbeddingConfig(kind="minilm", bf16=False))
+    fp32 = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
     assert fp32.model_id.endswith(":fp32")
     assert _unit_rows(fp32.embed(["hello"]))
     with pytest.raises(ConfigError):
         make_embedder(EmbeddingConfig(kind="minilm", dim=128))
 
 
-def test_minilm_vector_does_not_depend_on_its_batch():
-    """A text's vector is the same bits alone, in batches of other sizes and lengths, and on
-    one thread or all: texts are batched by token count, never padded."""
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_minilm_vector_does_not_depend_on_its_batch(precision):
+    """A text's vector is the same bits alone, among neighbours of other counts and lengths,
+    and on one thread or all: every model call of one padded length has one shape."""
     import torch
 
-    emb = make_embedder(EmbeddingConfig(kind="minilm"))
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision=precision))
     target = "Wireless PowerShare lets the phone charge another device placed on its back."
-    others = [f"Filler sentence number {i} " + "with more words " * (i % 7) for i in range(70)]
+    others = [f"Filler sentence number {i} " + "with more words " * (i % 23) for i in range(70)]
     alone = emb.embed([target])[0]
     for batch in ([target] + others[:3], others[:40] + [target] + others[40:], [target] * 5 + others):
         got = emb.embed(batch)
@@ -140,22 +141,65 @@ def test_minilm_vector_does_not_depend_on_its_batch():
         np.testing.assert_array_equal(emb.embed(others[:10] + [target])[-1], alone)
     finally:
         torch.set_num_threads(threads)
-    # every batch holds texts of one token count, at most batch_size of them
-    counts = emb._count_tokens(others)
-    for idx in emb.batches(others):
-        assert len({counts[i] for i in idx}) == 1 and len(idx) <= emb._batch_size
-    assert sorted(i for idx in emb.batches(others) for i in idx) == list(range(len(others)))
+
+
+def test_minilm_calls_have_one_shape_per_padded_length():
+    from vdgr_core.embedding import CALL_TOKENS, LENGTH_STEP
+
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
+    lengths = [3, 16, 17, 40, 256, 255, 9] * 30
+    calls = emb.calls(lengths)
+    assert sorted(i for _, _, idx in calls for i in idx) == list(range(len(lengths)))
+    for rows, length, idx in calls:
+        assert length % LENGTH_STEP == 0 and rows == max(1, CALL_TOKENS["fp32"] // length)
+        assert 0 < len(idx) <= rows and all(length - LENGTH_STEP < lengths[i] <= length for i in idx)
+    # free batching (the bench's comparison) pads each batch_size group to its longest text
+    emb.batching = "free"
+    assert all(len(idx) <= emb._batch_size and length == max(lengths[i] for i in idx)
+               for _, length, idx in emb.calls(lengths))
 
 
 def test_query_vectors_are_float32_whatever_the_cpu_and_stay_close_to_the_index_mode():
     from vdgr_core.embedding import embed_query
 
-    emb = make_embedder(EmbeddingConfig())             # bf16 autocast, as the index is built
+    emb = make_embedder(EmbeddingConfig(precision="bf16"))
+    fp32 = make_embedder(EmbeddingConfig(precision="fp32"))
     texts = ["How do I pair Bluetooth headphones?", "battery"]
     stored = emb.embed(texts)
     query = embed_query(emb, texts)
-    assert np.array_equal(query, emb.embed(texts, bf16=False))       # float32 numerics
+    np.testing.assert_allclose(query, fp32.embed(texts), atol=2e-6)     # float32 numerics
     cos = np.sum(query * stored, axis=1)
     assert _unit_rows(query) and not np.array_equal(query, stored) and (cos > 0.999).all()
     assert np.array_equal(emb.embed(texts), stored)    # what the index stores never changes
     assert embed_query(HashingEmbedder(dim=32), texts).shape == (2, 32)   # no embed_query: embed
+
+def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
+    import vdgr_core.cpu as cpu
+    from vdgr_core.embedding import embedder_identity, resolve_precision
+
+    for flags, expected in ((frozenset({"avx2", "avx512f"}), "fp32"), (frozenset({"avx2", "amx_bf16"}), "bf16"),
+                            (frozenset({"avx512_bf16"}), "bf16"), (frozenset(), "fp32")):
+        monkeypatch.setattr(cpu, "_cpuinfo", lambda flags=flags: ("test cpu", flags))
+        resolved = resolve_precision(EmbeddingConfig())
+        assert resolved.precision == expected
+        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}"
+        # an explicit or recorded precision is never re-resolved on another host
+        assert resolve_precision(EmbeddingConfig(precision="bf16")).precision == "bf16"
+
+
+def test_recorded_bf16_flag_reads_as_precision():
+    # settings recorded before `precision` existed
+    assert EmbeddingConfig.model_validate({"kind": "minilm", "bf16": True}).precision == "bf16"
+    assert EmbeddingConfig.model_validate({"kind": "minilm", "bf16": False}).precision == "fp32"
+    with pytest.raises(ValueError):
+        EmbeddingConfig(precision="fp16")
+
+
+def test_embedding_config_for_an_index():
+    cfg = EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:fp32", 384)
+    assert (cfg.kind, cfg.precision, cfg.dim) == ("minilm", "fp32", 384)
+    assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:bf16", 384).precision == "bf16"
+    assert EmbeddingConfig.for_index("hashing:v1:64", 64).kind == "hashing"
+    # flags given on the command line win over the recorded identity
+    assert EmbeddingConfig.for_index("minilm:x:bf16", 384, precision="fp32", dim=None).precision == "fp32"
+    assert EmbeddingConfig.for_index("hashing:v1:64", 64, dim=32).dim == 32

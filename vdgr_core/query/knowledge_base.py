@@ -7,7 +7,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.config import QueryConfig
+from schemas.config import EmbeddingConfig, QueryConfig
 from schemas.errors import ConfigError, LLMError
 from vdgr_core.embedding import embed_query
 from vdgr_core.ids import stable_id
@@ -118,10 +118,15 @@ class KnowledgeBase:
             The embedder does not match the index.
         """
         reader = IndexReader(index_dir)
+        m = reader.manifest
         if embedder is None:
             from vdgr_core.embedding import make_embedder
-            embedder = make_embedder(config.embedding)
-        m = reader.manifest
+
+            emb = config.embedding
+            if emb.precision == "auto":        # "auto" opens the index in the precision it records
+                emb = emb.model_copy(update={"precision": EmbeddingConfig.for_index(
+                    m.embedding_model, m.dim).precision})
+            embedder = make_embedder(emb)
         if embedder.model_id != m.embedding_model or int(embedder.dim) != int(m.dim):
             raise ConfigError(
                 f"embedder {embedder.model_id!r} (dim {embedder.dim}) does not match the index, "

