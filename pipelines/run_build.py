@@ -21,6 +21,7 @@ from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity, resolve_precision
 from vdgr_core.ids import stable_id
 from vdgr_core.memory import release_unused_memory
+from vdgr_core.progress import plural, reporting
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
@@ -101,9 +102,10 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
         say(f"scanning {config.corpus}")
         scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
-        say(f"found {len(scan.tasks)} documents in {len({t.domain for t in scan.tasks})} domains"
-            f" ({len(scan.skipped) - len(scan.rejected)} files of unsupported types,"
-            f" {len(scan.rejected)} refused by the scan)")
+        say(f"found {plural(len(scan.tasks), 'document')} in "
+            f"{plural(len({t.domain for t in scan.tasks}), 'domain')}"
+            f" ({plural(len(scan.skipped) - len(scan.rejected), 'file')} of unsupported types,"
+            f" {len(scan.rejected):,d} refused by the scan)")
         return execute_build(config, scan, beam_args, say, t0=t0)
 
 
@@ -163,8 +165,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
     def add_steps(p, staging):
         build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped)
 
-    with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (
-            staging, result):
+    with reporting(len(scan.tasks), say), staged_pipeline_run(
+            config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
         release_unused_memory()
         failpoint("commit.staged")

@@ -14,6 +14,7 @@ from apache_beam.metrics import Metrics
 from schemas.config import BuildConfig
 from vdgr_core.embedding import make_embedder, resolve_precision
 from vdgr_core.indexing.embed_cache import EmbeddingCache, embed_with_cache
+from vdgr_core.progress import PROGRESS
 
 NEW_VECTORS = "new_vectors"
 
@@ -117,7 +118,9 @@ class EmbeddingPrefetcher:
         todo = [(k, t) for k, t in self._pending.items() if k not in cached]
         self._pending = {}
         if todo:
+            PROGRESS.queued(len(todo))
             fut = self._embedder.submit([t for _, t in todo])
+            fut.add_done_callback(lambda f, n=len(todo): PROGRESS.embedded(n))
             for i, (k, _) in enumerate(todo):
                 self._futures[k] = (fut, i)
 
@@ -276,7 +279,9 @@ class _EmbedBatchesDoFn(beam.DoFn):
             if vec is not None:
                 found[key] = (vec, False)
         rest = [(k, t) for k, t in texts.items() if k not in found]
+        PROGRESS.queued(len(rest))
         result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, rest)
+        PROGRESS.embedded(len(rest))
         found.update((k, (v, c)) for k, v, c in zip(result.keys, result.vectors, result.computed))
         n_new = sum(1 for _, c in found.values() if c)
         self._computed.inc(n_new)

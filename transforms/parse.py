@@ -1,8 +1,6 @@
 """Read and parse documents; failures go to a tagged dead-letter output."""
 from __future__ import annotations
 
-import logging
-
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
@@ -10,9 +8,9 @@ from apache_beam.metrics import Metrics
 from schemas.config import BuildConfig
 from schemas.records import DeadLetter, DocumentTask
 from vdgr_core.indexing.document import load_document
+from vdgr_core.progress import PROGRESS
 
 DEAD_LETTER = "dead_letter"
-_log = logging.getLogger("vdgr.build")
 
 
 class _ParseDoFn(beam.DoFn):
@@ -21,21 +19,16 @@ class _ParseDoFn(beam.DoFn):
         self._docs = Metrics.counter("vdgr", "documents_parsed")
         self._chunks = Metrics.counter("vdgr", "chunks")
         self._dead = Metrics.counter("vdgr", "dead_letters")
-        self._seen = 0          # progress lines only; nothing depends on these counts
-        self._seen_chunks = 0
 
     def process(self, task: DocumentTask):
         doc = load_document(task, self._config, FileSystems.open, FileSystems.join)
+        PROGRESS.parsed()               # progress lines only; nothing depends on it
         if isinstance(doc, DeadLetter):
             self._dead.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, (doc, task))
             return
         self._docs.inc()
         self._chunks.inc(len(doc.chunks))
-        self._seen += 1
-        self._seen_chunks += len(doc.chunks)
-        if self._seen % 200 == 0:
-            _log.info("parsed %d documents (%d chunks) in this worker", self._seen, self._seen_chunks)
         yield doc
 
 
