@@ -14,7 +14,11 @@ configuration embeds the same texts in the same process, best of ``--repeats``:
   the unconstrained batching a library does (``batch_size`` 32 texts padded to the longest),
   the cost of reproducibility side by side;
 - sentence-transformers, float32, ``batch_size=32``, on the same MiniLM folder: the library a
-  user would otherwise pick.
+  user would otherwise pick;
+- where ``onnxruntime`` is installed (``pip install onnxruntime onnx``; not a dependency of the
+  product), the same encoder exported here from the packaged weights (nothing downloaded) and
+  run by ONNX Runtime in the same fixed-shape calls: float32, and int8 by its dynamic
+  quantization (activations quantized per call, so a vector then depends on its neighbours).
 
 Reports texts/s, tokens/s, the ratio to sentence-transformers and the largest cosine distance
 to its vectors. Then (unless ``--no-index``) the whole-command check: ``vdgr index`` of the
@@ -101,12 +105,79 @@ def run(n_texts: int, repeats: int) -> dict:
                 "precision": precision, "batching": batching, "seconds": s,
                 "default": precision == host_precision() and batching == "fixed",
                 "max_cos_dist": float(1 - np.min(np.sum(vecs * st_vecs, axis=1)))})
+    rows += _onnx_rows(texts, st_vecs, repeats)
     for r in rows:
         r["texts_per_s"] = len(texts) / r["seconds"]
         r["tokens_per_s"] = tokens / r["seconds"]
         r["vs_st"] = st_s / r["seconds"]
     return {"texts": len(texts), "tokens": tokens, "repeats": repeats, "threads": torch.get_num_threads(),
             "auto_precision": host_precision(), "length_step": LENGTH_STEP, "rows": rows}
+
+
+def _constants_to_initializers(path: str) -> None:
+    """Weights traced from plain tensors are Constant nodes; the quantizer only quantizes the
+    MatMuls whose weight is an initializer, so the large constants become initializers."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(path)
+    keep = []
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value"), None) if node.op_type == "Constant" else None
+        if value is not None and np.prod(value.dims) >= 1024:
+            model.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(value), node.output[0]))
+        else:
+            keep.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    onnx.save(model, path)
+
+
+def _onnx_rows(texts: list[str], st_vecs: np.ndarray, repeats: int) -> list[dict]:
+    """ONNX Runtime rows (fp32, dynamic int8), or none when onnxruntime is not installed."""
+    try:
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError:
+        return []
+    import tempfile
+    import warnings
+
+    import torch
+
+    from schemas.config import EmbeddingConfig
+    from vdgr_core.embedding import MiniLMEmbedder
+
+    emb = MiniLMEmbedder(EmbeddingConfig(precision="fp32"))
+    encoder = emb._model.forward
+
+    class _Module(torch.nn.Module):
+        def forward(self, ids, mask):
+            return encoder(ids, mask)
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32, int8 = f"{tmp}/minilm.onnx", f"{tmp}/minilm.int8.onnx"
+        ids = torch.randint(1000, 20000, (4, 64))
+        mask = torch.ones_like(ids)
+        mask[:, 60:] = 0                                    # traced with padding: the mask path
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(_Module(), (ids, mask), fp32, input_names=["ids", "mask"], output_names=["h"],
+                              dynamic_axes={n: {0: "rows", 1: "tokens"} for n in ("ids", "mask", "h")},
+                              opset_version=17, dynamo=False)
+        _constants_to_initializers(fp32)
+        quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)
+        for name, model in (("fp32", fp32), ("int8 (dynamic quantization)", int8)):
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = torch.get_num_threads()
+            sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+            emb._model.forward = lambda i, m, sess=sess: torch.from_numpy(
+                sess.run(None, {"ids": i.numpy(), "mask": m.numpy()})[0])
+            s, vecs = _best(lambda: emb.embed(texts), repeats)
+            rows.append({"name": f"onnxruntime {ort.__version__} {name}, fixed-shape calls (bench only)",
+                         "seconds": s, "max_cos_dist": float(1 - np.min(np.sum(vecs * st_vecs, axis=1)))})
+    return rows
 
 
 _ST_ALONE = r"""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from pipelines.delta_update import apply_document_delta, stale_layouts, stale_shards
-from pipelines.run_build import BuildReport, execute_build, run_build, with_precision
+from pipelines.run_build import BuildReport, execute_build, model_identity, run_build, with_precision
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
@@ -87,6 +87,13 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
                             report, time.perf_counter() - t0)
     config = with_precision(config, reader.manifest.config)
     config_changed = check_settings(reader.manifest.config, config, settings_change)
+    model_id = model_identity(config)[0]
+    if reader.manifest.embedding_model != model_id:
+        # same settings, vectors computed another way (a release that changed the embedder's
+        # numerics): kept vectors would differ from a rebuild's in their last bits
+        say(f"the index's vectors are {reader.manifest.embedding_model}; this version computes "
+            f"{model_id}")
+        config_changed = True
     scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
     current = current_fingerprints(scan, config, FileStatsCache(config.index))
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
@@ -104,7 +111,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
     else:
         # new settings, or an index written by an older version (no per-domain digests): the
         # whole index is built again by the pipeline
-        say("rebuilding every domain: " + ("the build settings (or content rules) changed" if plan.config_changed
+        say("rebuilding every domain: " + ("the build settings (content rules, embedder) changed" if plan.config_changed
                                            else "the index was written by an older version"))
         report = execute_build(config, scan, beam_args, say, parent_build_id=reader.manifest.build_id, t0=t0)
     remember_file_stats(config.index, scan, current, plan)

@@ -74,9 +74,9 @@ class EmbeddingConfig(_Frozen):
         None) on top: what a query, serve or update process must embed with."""
         kind, _, rest = embedding_model.partition(":")
         fields: dict = {"kind": kind if kind in ("minilm", "openai", "hashing") else "minilm", "dim": dim}
-        if fields["kind"] == "minilm":
-            precision = rest.rpartition(":")[2]
-            fields["precision"] = precision if precision in ("fp32", "bf16") else "bf16"
+        if fields["kind"] == "minilm":       # minilm:<name>:<precision>[:<call scheme>]
+            parts = rest.split(":")
+            fields["precision"] = parts[1] if len(parts) > 1 and parts[1] in ("fp32", "bf16") else "bf16"
         fields.update({k: v for k, v in given.items() if v is not None})
         if fields["kind"] != "minilm":
             fields.pop("precision", None)

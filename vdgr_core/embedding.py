@@ -85,9 +85,26 @@ def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
     return config.model_copy(update={"precision": host_precision()})
 
 
+#: how the local model's stored vectors are computed (MiniLMEmbedder.calls: lengths padded to
+#: multiples of 16, CALL_TOKENS rows x length a call), part of its model id: vectors computed
+#: another way differ in their last bits, so an update of an index whose id names another
+#: scheme (or none: before fixed-shape calls) embeds every domain again, and update == rebuild
+CALL_SCHEME = "calls1"
+
+
+def same_model(index_model: str, model_id: str) -> bool:
+    """True when an embedder of ``model_id`` may query an index built by ``index_model``: the
+    same model in the same precision. The call scheme does not matter to query vectors, which
+    are computed alone and never stored."""
+    def base(m: str) -> str:
+        parts = m.split(":")
+        return ":".join(parts[:3]) if parts[0] == "minilm" else m
+    return base(index_model) == base(model_id)
+
+
 _IDENTITIES = {
     "hashing": lambda c: f"hashing:v1:{c.dim}",
-    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}",
+    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}:{CALL_SCHEME}",
     "openai": lambda c: f"openai:{c.model}:{c.dim}",
 }
 

@@ -135,6 +135,23 @@ def test_incremental_update_equals_full_rebuild(tmp_path_factory, in_driver_max,
         assert _snapshot(live) == _snapshot(fresh), f"diverged after {op}"
 
 
+def test_an_index_embedded_another_way_is_embedded_again_by_an_update(tmp_path, monkeypatch):
+    """A release that computes vectors another way (a new model id for the same settings):
+    the update embeds every domain again, so its index equals a rebuild's."""
+    import vdgr_core.embedding as embedding
+
+    corpus, live, fresh = str(tmp_path / "c"), str(tmp_path / "live"), str(tmp_path / "fresh")
+    _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
+    _apply(corpus, ("write", "hr/d.md", 1, [2]))
+    run_build(_cfg(corpus, live))
+    monkeypatch.setitem(embedding._IDENTITIES, "hashing", lambda c: f"hashing:v1-next:{c.dim}")
+    report = run_update(_cfg(corpus, live))
+    assert report.plan.config_changed and report.build is not None
+    run_build(_cfg(corpus, fresh))
+    assert IndexReader(live).manifest.embedding_model == "hashing:v1-next:384"
+    assert _snapshot(live) == _snapshot(fresh)
+
+
 def test_update_reports_moves_and_touches_only_changed_domains(tmp_path):
     corpus, index = str(tmp_path / "c"), str(tmp_path / "i")
     _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))

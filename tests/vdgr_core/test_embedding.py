@@ -101,7 +101,7 @@ def test_openai_embedder_wrong_dimension(openai_server):
 @pytest.mark.integration
 def test_minilm_real_model_semantics():
     emb = make_embedder(EmbeddingConfig(kind="minilm", precision="bf16"))
-    assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16" and emb.dim == 384
+    assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16:calls1" and emb.dim == 384
     q, near, far = emb.embed([
         "reset the router to factory settings",
         "restore factory defaults of the router",
@@ -116,7 +116,7 @@ def test_minilm_real_model_semantics():
 @pytest.mark.integration
 def test_minilm_fp32_and_dimension_check():
     fp32 = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
-    assert fp32.model_id.endswith(":fp32")
+    assert fp32.model_id.endswith(":fp32:calls1")
     assert _unit_rows(fp32.embed(["hello"]))
     with pytest.raises(ConfigError):
         make_embedder(EmbeddingConfig(kind="minilm", dim=128))
@@ -182,7 +182,7 @@ def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
         monkeypatch.setattr(cpu, "_cpuinfo", lambda flags=flags: ("test cpu", flags))
         resolved = resolve_precision(EmbeddingConfig())
         assert resolved.precision == expected
-        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}"
+        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:calls1"
         # an explicit or recorded precision is never re-resolved on another host
         assert resolve_precision(EmbeddingConfig(precision="bf16")).precision == "bf16"
 
@@ -199,7 +199,17 @@ def test_embedding_config_for_an_index():
     cfg = EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:fp32", 384)
     assert (cfg.kind, cfg.precision, cfg.dim) == ("minilm", "fp32", 384)
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:bf16", 384).precision == "bf16"
+    assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:fp32:calls1", 384).precision == "fp32"
     assert EmbeddingConfig.for_index("hashing:v1:64", 64).kind == "hashing"
     # flags given on the command line win over the recorded identity
     assert EmbeddingConfig.for_index("minilm:x:bf16", 384, precision="fp32", dim=None).precision == "fp32"
     assert EmbeddingConfig.for_index("hashing:v1:64", 64, dim=32).dim == 32
+
+
+def test_an_index_of_another_call_scheme_is_queried_by_the_same_model_only():
+    from vdgr_core.embedding import same_model
+
+    assert same_model("minilm:all-MiniLM-L6-v2:bf16", "minilm:all-MiniLM-L6-v2:bf16:calls1")
+    assert not same_model("minilm:all-MiniLM-L6-v2:bf16", "minilm:all-MiniLM-L6-v2:fp32:calls1")
+    assert not same_model("minilm:other:fp32:calls1", "minilm:all-MiniLM-L6-v2:fp32:calls1")
+    assert same_model("hashing:v1:32", "hashing:v1:32") and not same_model("hashing:v1:32", "hashing:v1:64")

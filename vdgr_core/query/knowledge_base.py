@@ -127,7 +127,9 @@ class KnowledgeBase:
                 emb = emb.model_copy(update={"precision": EmbeddingConfig.for_index(
                     m.embedding_model, m.dim).precision})
             embedder = make_embedder(emb)
-        if embedder.model_id != m.embedding_model or int(embedder.dim) != int(m.dim):
+        from vdgr_core.embedding import same_model
+
+        if not same_model(m.embedding_model, embedder.model_id) or int(embedder.dim) != int(m.dim):
             raise ConfigError(
                 f"embedder {embedder.model_id!r} (dim {embedder.dim}) does not match the index, "
                 f"built with {m.embedding_model!r} (dim {m.dim}); query with the same embedding model")
