@@ -20,6 +20,11 @@ configuration embeds the same texts in the same process, best of ``--repeats``:
   run by ONNX Runtime in the same fixed-shape calls: float32, and int8 by its dynamic
   quantization (activations quantized per call, so a vector then depends on its neighbours).
 
+The same rows are then measured again on an emulated AVX2-only host (a child process with
+torch's, oneDNN's and MKL's instruction sets capped at AVX2 and ``VDGR_CPU_FLAGS`` naming no
+native bf16, so ``auto`` resolves as it would there): the kind of CPU most cloud VMs have, where
+bf16 is emulated. ``--no-avx2`` skips it.
+
 Reports texts/s, tokens/s, the ratio to sentence-transformers and the largest cosine distance
 to its vectors. Then (unless ``--no-index``) the whole-command check: ``vdgr index`` of the
 MuSiQue passage corpus with default settings (a subprocess, model load included) against
@@ -216,6 +221,34 @@ def index_check(work: Path) -> dict:
             "ratio": round(build_s / st["total_s"], 2), "summary": summary.strip().splitlines()[:1]}
 
 
+#: what caps this machine at an AVX2-only host's instructions (torch's ATen kernels, oneDNN,
+#: MKL) and tells vdgr_core.cpu it has no native bf16
+AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "VDGR_CPU_FLAGS": "avx2 fma"}
+
+
+def emulated_avx2(n_texts: int, repeats: int) -> dict:
+    """:func:`run` in a child process capped at AVX2 (:data:`AVX2_ENV`)."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "bench.bench_embed", "--child", "--texts", str(n_texts),
+                          "--repeats", str(repeats)], cwd=REPO, env={**os.environ, **AVX2_ENV},
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _table(rows: list[dict]) -> list[str]:
+    lines = ["| embedder | texts/s | tokens/s | vs sentence-transformers | max cosine distance to it |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        name = f"**{r['name']} (default)**" if r.get("default") else r["name"]
+        lines.append(f"| {name} | {r['texts_per_s']:.1f} | {r['tokens_per_s']:,.0f} | {r['vs_st']:.2f} | "
+                     f"{r['max_cos_dist']:.1e} |")
+    return lines
+
+
 def render(report: dict) -> str:
     lines = ["### embed", "", f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
@@ -223,12 +256,12 @@ def render(report: dict) -> str:
              f"- {report['texts']} chunk texts ({report['tokens']:,} tokens) of MuSiQue passages and S10 "
              f"sections, split as the build splits them; best of {report['repeats']}; "
              f"{report['threads']} torch threads; `precision=auto` here is **{report['auto_precision']}**",
-             "", "| embedder | texts/s | tokens/s | vs sentence-transformers | max cosine distance to it |",
-             "|---|---|---|---|---|"]
-    for r in report["rows"]:
-        name = f"**{r['name']} (default)**" if r.get("default") else r["name"]
-        lines.append(f"| {name} | {r['texts_per_s']:.1f} | {r['tokens_per_s']:,.0f} | {r['vs_st']:.2f} | "
-                     f"{r['max_cos_dist']:.1e} |")
+             "", *_table(report["rows"])]
+    avx2 = report.get("avx2")
+    if avx2:
+        lines += ["", f"The same, on this machine capped at an AVX2-only host's instructions (torch "
+                  f"{avx2['capability']}; oneDNN and MKL capped; no native bf16): `precision=auto` there is "
+                  f"**{avx2['auto_precision']}**", "", *_table(avx2["rows"])]
     ix = report.get("index")
     if ix:
         lines += ["", f"Whole command: `vdgr index` of the {ix['corpus']} ({ix['documents']:,} documents, "
@@ -246,8 +279,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-markdown", action="store_true")
     ap.add_argument("--no-index", action="store_true", help="skip the whole-command vdgr index check")
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
+    ap.add_argument("--no-avx2", action="store_true", help="skip the emulated AVX2-only host")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)   # emulated_avx2's process
     args = ap.parse_args(argv)
+    if args.child:
+        import torch
+
+        print(json.dumps({**run(args.texts, args.repeats), "capability": torch.backends.cpu.get_cpu_capability()}))
+        return 0
     report = {**stamp("python -m bench.bench_embed"), **run(args.texts, args.repeats)}
+    if not args.no_avx2:
+        report["avx2"] = emulated_avx2(args.texts, args.repeats)
     if not args.no_index:
         report["index"] = index_check(args.work)
     publish(report, args.out, "embed", render(report), markdown=not args.no_markdown)

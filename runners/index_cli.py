@@ -216,6 +216,19 @@ def _progress(quiet: bool):
     return say
 
 
+class _ThirdPartyNotices(logging.Filter):
+    """Drops warnings that libraries log on the root logger about themselves (Beam's "apitools
+    not found ..." at every import): nothing the user asked for, nothing to act on. Errors,
+    and every record of a named logger (ours and Beam's own), still pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and record.levelno < logging.ERROR
+                    and "site-packages" in record.pathname)
+
+
 def _setup_logging(quiet: bool) -> None:
     logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s")
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _ThirdPartyNotices) for f in handler.filters):
+            handler.addFilter(_ThirdPartyNotices())
     logging.getLogger("vdgr").setLevel(logging.WARNING if quiet else logging.INFO)

@@ -4,10 +4,13 @@ torch emulates bf16 on a CPU without AVX512-BF16 or AMX, at about a third of its
 (measured on an AVX2-only EPYC: a 256x384 by 384x1536 product at 2.3 GFLOPS in bf16 against 7.9
 in float32), so bf16 pays only where the CPU has one of those. Read from ``/proc/cpuinfo`` (no
 torch import: the build decides before any model loads); elsewhere nothing is native.
+``VDGR_CPU_FLAGS`` (space-separated) replaces the flags read, to describe another kind of host
+(bench/bench_embed.py emulates an AVX2-only one with it and torch's own ISA caps).
 """
 from __future__ import annotations
 
 import functools
+import os
 import platform
 
 #: the vector extensions a benchmark's machine line names, in this order, when present
@@ -32,6 +35,8 @@ def _cpuinfo() -> tuple[str, frozenset]:
                     break
     except OSError:
         pass
+    if os.environ.get("VDGR_CPU_FLAGS") is not None:
+        flags = frozenset(os.environ["VDGR_CPU_FLAGS"].split())
     return model or platform.processor() or platform.machine(), flags or frozenset()
 
 

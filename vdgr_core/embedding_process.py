@@ -21,8 +21,26 @@ from schemas.config import EmbeddingConfig
 from schemas.errors import EmbeddingError
 
 
+#: the child embeds the requests waiting in its pipe together, up to this many texts: the
+#: local model fills each fixed-shape call from texts of one padded length, so many small
+#: requests (one per Beam bundle) embedded one by one left most calls part-empty
+MERGE_TEXTS = 4096
+
+
+def _waiting_requests(conn, first: list, limit: int) -> list[list]:
+    """``first`` and the requests already waiting in ``conn`` (without blocking), in order,
+    until their texts number ``limit`` or more."""
+    requests, total = [first], len(first)
+    while total < limit and conn.poll():
+        kind, payload = conn.recv()
+        requests.append(payload)
+        total += len(payload)
+    return requests
+
+
 def _serve(config_json: str, conn) -> None:
-    """Child side: load the embedder, then answer ("embed", texts) until the pipe closes."""
+    """Child side: load the embedder, then answer ("embed", texts) until the pipe closes,
+    one reply per request, embedding the requests that wait together (MERGE_TEXTS)."""
     try:
         from vdgr_core.embedding import make_embedder
 
@@ -40,10 +58,17 @@ def _serve(config_json: str, conn) -> None:
         if failure is not None:
             conn.send(("error", failure))
             continue
+        requests = _waiting_requests(conn, payload, MERGE_TEXTS)
         try:
-            conn.send(("ok", np.asarray(embedder.embed(payload), dtype=np.float32)))
+            vectors = np.asarray(embedder.embed([t for r in requests for t in r]), dtype=np.float32)
         except Exception as e:
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+            for _ in requests:
+                conn.send(("error", f"{type(e).__name__}: {e}"))
+            continue
+        start = 0
+        for r in requests:
+            conn.send(("ok", vectors[start:start + len(r)]))
+            start += len(r)
 
 
 class EmbedderProcess:

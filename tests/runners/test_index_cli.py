@@ -82,3 +82,18 @@ def test_fewer_full_collections_restores_the_collector():
         assert gc.get_threshold()[2] >= 100
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_library_notices_on_the_root_logger_do_not_reach_the_user():
+    import logging
+
+    from runners.index_cli import _ThirdPartyNotices
+
+    def record(name, level, path):
+        return logging.LogRecord(name, level, path, 1, "apitools not found", None, None)
+
+    f = _ThirdPartyNotices()
+    assert not f.filter(record("root", logging.WARNING, "/x/site-packages/apache_beam/io/gcp/gcsio.py"))
+    assert f.filter(record("root", logging.ERROR, "/x/site-packages/apache_beam/io/gcp/gcsio.py"))
+    assert f.filter(record("vdgr.embedding", logging.WARNING, "/x/site-packages/vdgr_core/embedding.py"))
+    assert f.filter(record("root", logging.WARNING, "/work/main/runners/cli.py"))

@@ -213,3 +213,19 @@ def test_an_index_of_another_call_scheme_is_queried_by_the_same_model_only():
     assert not same_model("minilm:all-MiniLM-L6-v2:bf16", "minilm:all-MiniLM-L6-v2:fp32:calls1")
     assert not same_model("minilm:other:fp32:calls1", "minilm:all-MiniLM-L6-v2:fp32:calls1")
     assert same_model("hashing:v1:32", "hashing:v1:32") and not same_model("hashing:v1:32", "hashing:v1:64")
+
+
+def test_emulated_bf16_is_said_once_with_the_measured_rate(monkeypatch, caplog):
+    import logging
+
+    import vdgr_core.cpu as cpu
+
+    monkeypatch.setattr(cpu, "_cpuinfo", lambda: ("test cpu", frozenset({"avx2"})))
+    emb = make_embedder(EmbeddingConfig(precision="bf16"))          # an index's recorded precision
+    texts = [f"text number {i} about the router" for i in range(20)]
+    with caplog.at_level(logging.WARNING, logger="vdgr.embedding"):
+        emb.embed(texts)
+        emb.embed(texts)
+    said = [r.getMessage() for r in caplog.records if r.name == "vdgr.embedding"]
+    assert len(said) == 1 and "texts/s" in said[0] and "--embedding-precision fp32" in said[0]
+    assert make_embedder(EmbeddingConfig(precision="fp32"))._emulated_bf16 is False
