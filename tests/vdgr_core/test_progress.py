@@ -47,12 +47,14 @@ def test_reporting_restarts_the_counts_and_stops_its_thread():
     assert not any(t.name == "vdgr-progress" for t in threading.enumerate())
 
 
-def test_a_build_counts_every_document_and_embedded_text(tmp_path):
+def test_a_build_counts_every_document_and_embedded_text(tmp_path, monkeypatch):
+    import transforms.embed as embed_module
     from pipelines.run_build import run_build
     from schemas.config import BuildConfig, EmbeddingConfig
     from tests.support.corpus import write_corpus
     from vdgr_core.progress import PROGRESS
 
+    monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
     corpus = write_corpus(str(tmp_path / "corpus"))
     lines = []
     report = run_build(BuildConfig(corpus=corpus, index=str(tmp_path / "index"),
