@@ -50,3 +50,17 @@ def test_submitted_requests_are_answered_in_order():
         got = [f.result(timeout=60) for f in futures]
     for t, g in zip(texts, got):
         np.testing.assert_array_equal(g, make_embedder(HASHING).embed(t))
+
+
+def test_waiting_requests_are_taken_together_up_to_the_limit():
+    import multiprocessing
+
+    from vdgr_core.embedding_process import _waiting_requests
+
+    parent, child = multiprocessing.Pipe()
+    for texts in (["b1", "b2"], ["c1"], ["d1", "d2", "d3"], ["e1"]):
+        parent.send(("embed", texts))
+    # "a" was received already; "b" and "c" wait; "d" reaches the limit of 5 texts; "e" waits
+    assert _waiting_requests(child, ["a1"], 5) == [["a1"], ["b1", "b2"], ["c1"], ["d1", "d2", "d3"]]
+    assert _waiting_requests(child, ["x"], 5) == [["x"], ["e1"]]
+    assert _waiting_requests(child, ["y"], 5) == [["y"]]          # nothing waiting: no block
