@@ -82,8 +82,8 @@ class EmbeddingPrefetcher:
     window : int
         Texts per request. The whole window goes to the embedder at once: the local model
         fills each of its fixed-shape calls from the texts of one padded length, and a small
-        request leaves most calls part-empty (on the bench's chunk texts, requests of 64 ran at
-        half the texts/s of requests of 600: bench/bench_embed.py).
+        request leaves most calls part-empty (on bench_embed's chunk texts, requests of 64 ran
+        at half the texts/s of requests of 600: hand runs, docs/DECISIONS.md).
     """
 
     def __init__(self, embedder, cache: EmbeddingCache, window: int = 1024):

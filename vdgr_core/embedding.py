@@ -169,7 +169,8 @@ SMALL_BATCH = 4      # at most this many texts are embedded on a single thread (
 LENGTH_STEP = 16
 #: tokens per model call (rows x padded length) by precision: the last call of each padded
 #: length is filled up to this, so larger calls waste more on a request's tails; 512 / 1,024
-#: were the fastest of 512-4,096 on requests of 64 and 600 chunk texts (bench/bench_embed.py)
+#: were the fastest of 512-4,096 on requests of 64 and 600 of bench_embed's chunk texts (hand
+#: runs, docs/DECISIONS.md)
 CALL_TOKENS = {"fp32": 512, "bf16": 1024}
 
 _log = logging.getLogger("vdgr.embedding")
