@@ -107,9 +107,14 @@ class EmbeddingPrefetcher:
             if len(self._pending) >= self._window:
                 self._flush_locked()
 
-    def flush(self) -> None:
+    def flush(self, at_least: int = 0) -> bool:
+        """Send the texts waiting in the window, when there are at least ``at_least`` of them or
+        the embedder has nothing to do; True when nothing is left waiting."""
+        idle = getattr(self._embedder, "idle", lambda: False)
         with self._lock:
-            self._flush_locked()
+            if len(self._pending) >= at_least or idle():
+                self._flush_locked()
+            return not self._pending
 
     def _flush_locked(self) -> None:
         if not self._pending:
@@ -230,7 +235,22 @@ class _EmbedBatchesDoFn(beam.DoFn):
     A batch is taken from the texts sent ahead (prefetcher), the process memo, the index's
     embedding cache, and the model for the rest (``embeddings_computed``); newly computed
     vectors also go to the ``new_vectors`` output for the cache.
+
+    With a prefetcher (an embedder in a child process), batches are taken one request behind
+    the texts sent ahead: full batches queue (at most ``MAX_QUEUED``) until their texts not yet
+    embedded number ``MIN_REQUEST`` or more (or the child has nothing to do); they are then sent
+    as one request, and the batches of the request before it are taken. The child always has
+    the next request waiting while this process takes vectors and makes batches, and requests
+    are large enough to fill its fixed-shape calls (taking each batch as it filled left the
+    child idle between some 40 requests, the pipeline idle while each was embedded, and many
+    requests of under 20 texts, each costing a full call per padded length: hand runs,
+    docs/DECISIONS.md).
     """
+
+    #: texts not yet embedded that make a request worth sending
+    MIN_REQUEST = 256
+    #: batches held at most before their texts are sent whatever their number
+    MAX_QUEUED = 8
 
     def __init__(self, config: BuildConfig, make_row: Callable, buffer_size: int):
         self._config = config
@@ -244,6 +264,8 @@ class _EmbedBatchesDoFn(beam.DoFn):
 
     def start_bundle(self):
         self._items = []
+        self._queued: list[list] = []      # full batches whose texts were not sent yet
+        self._in_flight: list[list] = []   # the batches of the newest request sent
 
     def _embedder(self):  # called on the first cache miss only
         return process_embedder(self._config.embedding)
@@ -251,18 +273,28 @@ class _EmbedBatchesDoFn(beam.DoFn):
     def process(self, element):
         self._items.append(element)
         if len(self._items) >= self._buffer_size:
-            yield from self._flush()
+            batch, self._items = self._items, []
+            prefetcher = prefetcher_for(self._config)
+            if prefetcher is None:
+                yield from self._flush(batch)
+                return
+            self._queued.append(batch)
+            if prefetcher.flush(0 if len(self._queued) >= self.MAX_QUEUED else self.MIN_REQUEST):
+                previous, self._in_flight, self._queued = self._in_flight, self._queued, []
+                for b in previous:
+                    yield from self._flush(b)
 
     def finish_bundle(self):
         wrap = beam.transforms.window.GlobalWindows.windowed_value
-        for out in self._flush():
+        batches = [*self._in_flight, *self._queued, self._items]
+        self._in_flight, self._queued, self._items = [], [], []
+        for out in [o for b in batches for o in self._flush(b)]:
             if isinstance(out, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(out.tag, wrap(out.value))
             else:
                 yield wrap(out)
 
-    def _flush(self):
-        items, self._items = self._items, []
+    def _flush(self, items):
         if not items:
             return
         texts = {}

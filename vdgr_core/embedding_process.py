@@ -159,6 +159,11 @@ class EmbedderProcess:
             self._outbox.put(list(texts))        # FIFO: answered in the order submitted
         return fut
 
+    def idle(self) -> bool:
+        """True when no request is waiting for its answer (the child has nothing to do)."""
+        with self._lock:
+            return not self._inflight
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` (float32, one row per text).
 

@@ -106,3 +106,65 @@ def test_a_text_taken_while_still_in_the_window_is_sent_once():
     np.testing.assert_array_equal(vec, emb.inner.embed(["first text"])[0])
     pre.flush()
     assert sorted(t for batch in emb.sent for t in batch) == ["first text", "second text"]   # each once
+
+
+def test_a_small_window_waits_for_more_texts_unless_the_embedder_is_idle():
+    class Busy(_AsyncHashing):
+        busy = True
+
+        def idle(self):
+            return not self.busy
+
+    emb = Busy()
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), window=100)
+    pre.offer("k1", "first text")
+    assert pre.flush(at_least=2) is False and emb.sent == []       # one text: kept for a larger request
+    pre.offer("k2", "second text")
+    assert pre.flush(at_least=2) is True and emb.sent == [["first text", "second text"]]
+    pre.offer("k3", "third text")
+    emb.busy = False
+    assert pre.flush(at_least=2) is True and emb.sent[-1] == ["third text"]   # idle: sent at once
+
+
+def test_batches_are_taken_only_behind_a_request_sent_after_them(tmp_path, monkeypatch):
+    """The child embeds the newest request while the pipeline makes the next batches; no
+    request but the last is smaller than MIN_REQUEST."""
+    from schemas.config import BuildConfig
+    from transforms.embed import _EmbedBatchesDoFn, prefetcher_for, provided_embedder
+    from vdgr_core.embedding import embedding_key
+
+    events = []
+
+    class Busy(_AsyncHashing):
+        def submit(self, texts):
+            events.append(("send", len(texts)))
+            return super().submit(texts)
+
+        def idle(self):
+            return False
+
+    real_take = EmbeddingPrefetcher.take
+    monkeypatch.setattr(EmbeddingPrefetcher, "take",
+                        lambda self, key: (events.append(("take", key)), real_take(self, key))[1])
+    monkeypatch.setattr(_EmbedBatchesDoFn, "MIN_REQUEST", 6)
+    cfg = BuildConfig(corpus=str(tmp_path), index=str(tmp_path / "index"), embedding=HASHING)
+    emb = Busy()
+    with provided_embedder(HASHING, emb):
+        pre = prefetcher_for(cfg)
+        dofn = _EmbedBatchesDoFn(cfg, lambda item, vec: (item, vec), buffer_size=2)
+        dofn.setup()
+        dofn.start_bundle()
+        rows = []
+        for i in range(20):
+            text = f"text number {i}"
+            key = embedding_key("hashing:v1:32", text)
+            pre.offer(key, text)                        # what the prefetch step upstream does
+            rows += [r for r in dofn.process((key, text, i)) if not hasattr(r, "tag")]
+        rows += [r.value for r in dofn.finish_bundle() if not hasattr(r, "tag")]
+    assert sorted(item for item, _ in rows) == list(range(20))
+    for item, vec in rows:
+        np.testing.assert_array_equal(vec, emb.inner.embed([f"text number {item}"])[0])
+    sends = [n for kind, n in events if kind == "send"]
+    assert all(n >= 6 for n in sends[:-1]) and sum(sends) == 20
+    first_take = next(i for i, (kind, _) in enumerate(events) if kind == "take")
+    assert [kind for kind, _ in events[:first_take]].count("send") >= 2     # taken behind the next request

@@ -52,6 +52,15 @@ def test_submitted_requests_are_answered_in_order():
         np.testing.assert_array_equal(g, make_embedder(HASHING).embed(t))
 
 
+def test_a_child_is_idle_once_every_request_is_answered():
+    with EmbedderProcess(HASHING) as child:
+        assert child.idle()
+        futures = [child.submit([f"text {i}"]) for i in range(4)]
+        for f in futures:
+            f.result(timeout=60)
+        assert child.idle()
+
+
 def test_waiting_requests_are_taken_together_up_to_the_limit():
     import multiprocessing
 
