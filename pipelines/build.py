@@ -28,7 +28,7 @@ from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
 from transforms.bm25 import BuildSubShards
-from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
+from transforms.directories import SummarizeDirectoriesByLevel, containment_edge, document_alone_nodes
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
@@ -116,6 +116,17 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     annotated = (parsed.documents
                  | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_texts)
                  | "Annotate documents" >> AnnotateDocuments(config))
+    if config.llm is None:
+        def document_summary_texts(adoc):
+            for n in document_alone_nodes(adoc, config):
+                text = directory_embedding_text(n)
+                yield embedding_key(model_id, text), text
+
+        # the document's directory texts as they will be summarized when it is alone in its
+        # group, sent ahead while parsing: the child embeds them instead of idling at the
+        # stage boundaries before the directory steps (a text that turns out otherwise is
+        # embedded again there; the prefetcher is a cache only)
+        _ = annotated | "Prefetch document summaries" >> PrefetchEmbeddings(config, document_summary_texts)
     embedded = (annotated
                 | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
                 | "Embed contents" >> EmbedInBatches(config, with_vector))

@@ -27,6 +27,21 @@ _log = logging.getLogger("vdgr.build")
 UP = "up"
 
 
+def directory_max_chars(config: BuildConfig) -> int:
+    """The longest summary a directory node may have."""
+    return config.summary_max_chars + 200
+
+
+def document_alone_nodes(adoc, config: BuildConfig):
+    """The directory nodes ``adoc``'s own tree summarizes to when no other document shares its
+    node id and no folder its nodes' (the usual case), offline (no LLM)."""
+    from vdgr_core.indexing.per_document import document_tree
+
+    nodes, _records = summarize_document_group([document_tree(adoc)[1]], (), None,
+                                               max_chars=directory_max_chars(config))
+    return nodes
+
+
 class _SummarizerDoFn(beam.DoFn):
     """Holds the LLM client and summarizer when an LLM is configured (offline otherwise)."""
 
@@ -39,7 +54,7 @@ class _SummarizerDoFn(beam.DoFn):
 
     @property
     def _max_chars(self) -> int:
-        return self._config.summary_max_chars + 200
+        return directory_max_chars(self._config)
 
     def _on_fallback(self, title: str, reason: str) -> None:
         self._fallbacks.inc()
