@@ -52,8 +52,10 @@ test-llm: $(LLM_STAMP)
 
 # Every benchmark, then BENCHMARKS.md (about 15 minutes on 2 cores; needs ../shared/bench).
 bench: $(STAMP)
+	$(BIN)/pip install -q py-spy
 	$(BIN)/python -m bench.bench_embed
 	$(BIN)/python -m bench.bench_build
+	$(BIN)/python -m bench.bench_build_stages
 	$(BIN)/python -m bench.bench_update
 	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.run_eval $$d || exit 1; done
 	$(BIN)/python -m bench.bench_query
