@@ -36,6 +36,7 @@ from vdgr_core.indexing.annotate import annotate_or_fall_back, section_heads
 from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.per_document import content_row_without_vector, document_row
 from vdgr_core.indexing.rows import dead_letter_row, directory_row
+from vdgr_core.progress import PROGRESS
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
 _log = logging.getLogger("vdgr.update")
@@ -83,6 +84,7 @@ def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Seq
     docs, dead = [], list(dead_from_scan)
     for task in scan.tasks:
         loaded = load_document(task, config, FileSystems.open, FileSystems.join)
+        PROGRESS.parsed()               # progress lines only; nothing depends on it
         (dead if isinstance(loaded, DeadLetter) else docs).append(loaded)
     annotated = []
     fallbacks = 0

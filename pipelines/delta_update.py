@@ -68,6 +68,7 @@ from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
                                            update_shard)
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
+from vdgr_core.progress import reporting
 
 _log = logging.getLogger("vdgr.update")
 _IN_CHUNK = 4000         # values per IN (...) filter
@@ -179,18 +180,20 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     stage: dict[str, float] = {"scan_s": time.perf_counter() - t0}
     t1 = time.perf_counter()
     n_arriving = len(sub.tasks) + len(sub.skipped)
-    if n_arriving <= config.update_in_driver_max_documents:
-        say(f"processing {n_arriving} arriving documents in this process (parse, chunk, annotate)")
-        arriving = process_in_driver(config, sub, dead_from_scan, dim)
-    else:
-        say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
-        arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
-    stage["documents_s"] = time.perf_counter() - t1
-    failpoint("commit.staged")
-    say(f"reading the rows the change touches in {len(change.domains)} domains")
-    t2 = time.perf_counter()
-    update = _RowUpdate(config, reader, change, scan, arriving, model_id, dim)
-    changes = update.table_changes()
+    # progress lines while documents are parsed and texts embedded (the row update embeds)
+    with reporting(len(sub.tasks), say):
+        if n_arriving <= config.update_in_driver_max_documents:
+            say(f"processing {n_arriving} arriving documents in this process (parse, chunk, annotate)")
+            arriving = process_in_driver(config, sub, dead_from_scan, dim)
+        else:
+            say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
+            arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
+        stage["documents_s"] = time.perf_counter() - t1
+        failpoint("commit.staged")
+        say(f"reading the rows the change touches in {len(change.domains)} domains")
+        t2 = time.perf_counter()
+        update = _RowUpdate(config, reader, change, scan, arriving, model_id, dim)
+        changes = update.table_changes()
     release_unused_memory()          # what reading the touched rows freed, before the writes
     stage["merge_s"] = time.perf_counter() - t2
     say("writing changed rows, shards, layouts and manifest")

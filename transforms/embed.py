@@ -311,9 +311,7 @@ class _EmbedBatchesDoFn(beam.DoFn):
             if vec is not None:
                 found[key] = (vec, False)
         rest = [(k, t) for k, t in texts.items() if k not in found]
-        PROGRESS.queued(len(rest))
         result = embed_with_cache(self._embedder, self._config.embedding.dim, self._cache, rest)
-        PROGRESS.embedded(len(rest))
         found.update((k, (v, c)) for k, v, c in zip(result.keys, result.vectors, result.computed))
         n_new = sum(1 for _, c in found.values() if c)
         self._computed.inc(n_new)

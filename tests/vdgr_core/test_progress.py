@@ -63,3 +63,26 @@ def test_a_build_counts_every_document_and_embedded_text(tmp_path, monkeypatch):
     assert s.documents_parsed == s.documents_total > 0          # dead letters were read too
     assert s.texts_embedded == s.texts_queued >= report.embeddings_computed > 0
     assert any(line.startswith("found ") for line in lines)
+
+
+def test_an_update_counts_its_arriving_documents_and_the_texts_it_embeds(tmp_path, monkeypatch):
+    import os
+
+    import transforms.embed as embed_module
+    from pipelines.run_build import run_build
+    from pipelines.run_update import run_update
+    from schemas.config import BuildConfig, EmbeddingConfig
+    from tests.support.corpus import write_corpus
+    from vdgr_core.progress import PROGRESS
+
+    monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
+    corpus = write_corpus(str(tmp_path / "corpus"))
+    cfg = BuildConfig(corpus=corpus, index=str(tmp_path / "index"), embedding=EmbeddingConfig(kind="hashing"))
+    run_build(cfg)
+    path = next(os.path.join(d, f) for d, _, fs in sorted(os.walk(corpus)) for f in sorted(fs) if f.endswith(".md"))
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("\n\nA paragraph added for the progress test about the backup battery.\n")
+    report = run_update(cfg)
+    s = PROGRESS.snapshot()
+    assert s.documents_total == s.documents_parsed == 1                     # the changed document
+    assert s.texts_embedded == s.texts_queued == report.build.embeddings_computed > 0

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from schemas import tables as T
 from vdgr_core.embedding import embedding_key
+from vdgr_core.progress import PROGRESS
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ def embed_with_cache(get_embedder: Callable[[], object], dim: int, cache: Embedd
     """Embed (key, text) items, taking what the cache has and computing the rest.
 
     ``get_embedder`` is only called when something is missing from the cache, so an update
-    whose texts are all cached never loads the model.
+    whose texts are all cached never loads the model. The texts computed are counted in the
+    process's progress (``vdgr_core.progress.PROGRESS``).
     """
     keys = [k for k, _ in items]
     cached = cache.lookup(keys)
@@ -67,7 +69,9 @@ def embed_with_cache(get_embedder: Callable[[], object], dim: int, cache: Embedd
     out = np.zeros((len(items), dim), dtype=np.float32)
     computed = [False] * len(items)
     if missing:
+        PROGRESS.queued(len(missing))
         vecs = get_embedder().embed([t for _, t in missing])
+        PROGRESS.embedded(len(missing))
         for (i, _), v in zip(missing, vecs):
             out[i] = v
             computed[i] = True
