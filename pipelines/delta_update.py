@@ -56,6 +56,7 @@ from vdgr_core.indexing.tree_summary import llm_directory_summarizer
 from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.memory import release_unused_memory
+from vdgr_core.progress import reporting
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
@@ -68,7 +69,6 @@ from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
                                            update_shard)
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
-from vdgr_core.progress import reporting
 
 _log = logging.getLogger("vdgr.update")
 _IN_CHUNK = 4000         # values per IN (...) filter
