@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from schemas.records import ParsedDocument
-from vdgr_core.safety.secrets import MaskedText, SecretFinding, mask_secrets
+from vdgr_core.safety.secrets import MaskedText, SecretFinding, mask_secrets, may_hold_secrets
 
 
 def mask_raw(text: str) -> MaskedText:
@@ -23,8 +23,33 @@ def mask_raw(text: str) -> MaskedText:
     return mask_secrets(text)
 
 
+def _text_fields(parsed: ParsedDocument):
+    """Every string of ``parsed`` that pass 2 masks."""
+    yield parsed.title
+    for s in parsed.sections:
+        yield s.title
+        yield s.text
+        yield from s.heading_path
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, tuple):
+            for v in value:
+                yield from strings(v)
+
+    for _, value in parsed.metadata:
+        yield from strings(value)
+
+
 def mask_parsed(parsed: ParsedDocument, raw_text: str) -> tuple[ParsedDocument, tuple[SecretFinding, ...]]:
-    """Pass 2: ``parsed`` with credentials masked in every text field; the findings of this pass."""
+    """Pass 2: ``parsed`` with credentials masked in every text field; the findings of this pass.
+
+    All the fields are first tested together, joined by line breaks (:func:`may_hold_secrets`):
+    most documents are cleared by one scan instead of one per title, heading and section.
+    """
+    if not may_hold_secrets("\n".join(_text_fields(parsed))):
+        return parsed, ()
     found: list[SecretFinding] = []
     cache: dict[str, str] = {}
 

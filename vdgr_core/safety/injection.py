@@ -25,20 +25,29 @@ from __future__ import annotations
 
 import re
 
+from vdgr_core.safety.casefold import fold_lower
+
+# (flag, pattern, literals): every match of the pattern holds one of the literals in the text
+# as vdgr_core.safety.casefold.fold_lower lower-cases it. A literal test is ~50x cheaper than a
+# case-insensitive pattern, and most chunks hold none.
 _PATTERNS = (
     ("override", re.compile(
         r"(?i)\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|these\s+)*"
         r"(?:previous|prior|above|earlier|preceding|original|system|safety)\s+"
-        r"(?:instructions?|prompts?|rules|directions|guidelines|context|messages?)\b")),
+        r"(?:instructions?|prompts?|rules|directions|guidelines|context|messages?)\b"),
+     ("ignore", "disregard", "forget", "override", "bypass", "skip")),
     ("role", re.compile(
         r"(?im)^\s*(?:#{1,6}\s*|\[|\*\*)?(?:system|assistant|developer)\s*(?:\]|\*\*)?\s*:"
-        r"|<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?INST\]|<</?SYS>>")),
+        r"|<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?INST\]|<</?SYS>>"),
+     ("system", "assistant", "developer", "<|", "inst]", "sys>>")),
     ("persona", re.compile(
         r"(?i)\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+(?:you|always|only|respond|answer)\b"
         r"|\bnew\s+instructions?\s*:|\b(?:reveal|print|show|repeat|output)\s+(?:the\s+|your\s+)?"
-        r"(?:system|hidden|initial)\s+prompt\b")),
+        r"(?:system|hidden|initial)\s+prompt\b"),
+     ("now", "instruction", "prompt")),
     ("delimiter", re.compile(
-        r"<{3,}|>{3,}|</?\s*(?:system|instructions?|evidence|document|context|untrusted)\s*>", re.IGNORECASE)),
+        r"<{3,}|>{3,}|</?\s*(?:system|instructions?|evidence|document|context|untrusted)\s*>", re.IGNORECASE),
+     ("<", ">>>")),
 )
 
 
@@ -57,7 +66,9 @@ def injection_flags(text: str) -> tuple[str, ...]:
     """
     if not text:
         return ()
-    return tuple(sorted(name for name, pattern in _PATTERNS if pattern.search(text)))
+    low = fold_lower(text)
+    return tuple(sorted(name for name, pattern, literals in _PATTERNS
+                        if (low is None or any(lit in low for lit in literals)) and pattern.search(text)))
 
 
 __all__ = ["injection_flags"]

@@ -124,3 +124,57 @@ def test_lines_can_be_counted_in_the_raw_document():
     assert masked.text == "password: [REDACTED:password]"
     assert masked.findings[0].line == 3
     assert mask_secrets("password: Zq8!vLm3pX", lines_in="elsewhere").findings[0].line == 0
+
+
+def _every_line_analysed(text: str):
+    """find_secrets with every line a candidate of every detector: the triggers' reference."""
+    from vdgr_core.safety import secrets as S
+
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    which = set(range(len(S._PLUGINS))) | {S._KEYWORDS}
+    spans = [s for n, line in enumerate(lines) for s in S._line_spans(line, starts[n], text, which)]
+    seen = {text[s.start:s.end]: s.kind for s in spans if s.kind != S.PRIVATE_KEY}
+    for value, kind in seen.items():
+        if len(value) >= S._REPEAT_MIN and (kind in S._SHAPED or S._looks_secret(value)):
+            spans.extend(S._spans_of_value(text, 0, value, kind))
+    return S._merge(spans)
+
+
+TRIGGER_CASES = ([c[0] for c in CREDENTIALS] + LOOK_ALIKES + [GCP_SERVICE_ACCOUNT]
+                 + ["Intro line.\n" + c[0].upper() + "\nOutro with a KEY." for c in CREDENTIALS]
+                 + ["The Paſſword is Zq8!vLm3pX", "CONTRASEÑA=Xy7!pq9Lm2", "İ api-key: Zq8!vLm3pX"])
+
+
+@pytest.mark.parametrize("text", TRIGGER_CASES)
+def test_triggers_lose_no_finding(text):
+    """Candidate lines come from literals and gates; analysing every line finds nothing more."""
+    from vdgr_core.safety.secrets import may_hold_secrets
+
+    assert find_secrets(text) == _every_line_analysed(text)
+    if find_secrets(text):
+        assert may_hold_secrets(text)
+        assert may_hold_secrets("Some title\n" + text + "\nA heading")
+
+
+def test_keyword_literals_cover_the_keyword_detector_words():
+    import re
+
+    from detect_secrets.plugins.keyword import DENYLIST_REGEX
+
+    from vdgr_core.safety.secrets import _KEYWORD_LITERALS
+
+    words = DENYLIST_REGEX[DENYLIST_REGEX.index("(") + 1:DENYLIST_REGEX.index(")")].split("|")
+    literal = re.compile("|".join(_KEYWORD_LITERALS))
+    for word in words:          # each alternative, with its optional underscore taken and not
+        for form in {word.replace("_?", "_"), word.replace("_?", "")}:
+            assert literal.search(form), form
+
+
+def test_text_without_triggers_is_cleared():
+    from vdgr_core.safety.secrets import may_hold_secrets
+
+    assert not may_hold_secrets("Press the Power button.\nThe LED blinks amber for 10 s.")
+    assert not may_hold_secrets("")
