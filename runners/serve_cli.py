@@ -24,6 +24,14 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--jwt-key-file", default=None, help="HS256 secret or RS256 PEM public key (file)")
     p.add_argument("--jwt-audience", default=None)
     p.add_argument("--jwt-issuer", default=None)
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                   help="largest request body in bytes, declared or streamed (default 1048576); larger: 413")
+    p.add_argument("--body-timeout", type=float, default=10.0,
+                   help="seconds a request body may take to arrive whole (default 10); slower: 408")
+    p.add_argument("--auth-failures-per-minute", type=int, default=30,
+                   help="failed authentications allowed per client address, refilled over a minute "
+                        "(default 30; 0: no limit); beyond it: 429 with Retry-After")
+    p.add_argument("--openapi", action="store_true", help="serve /openapi.json and /docs (off by default)")
     p.add_argument("--reload-interval", type=float, default=2.0,
                    help="seconds between checks for a new index build (0: never)")
     p.add_argument("--workers-log-level", dest="log_level", default="info",
@@ -38,9 +46,12 @@ def build_app(args):
     from runners.query_cli import _config
     from runners.serve.app import create_app
     from runners.serve.auth import Authenticator, JWTSettings, RateLimiter, load_keys
+    from runners.serve.guard import ServeLimits
     from runners.serve.snapshot import SnapshotHolder, open_snapshot
     from vdgr_core.store.manifest import read_manifest
 
+    limits = ServeLimits(max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout,
+                         auth_failures_per_minute=args.auth_failures_per_minute, openapi=args.openapi)
     keys = load_keys(args.api_keys)
     jwt = None
     if args.jwt_algorithm:
@@ -52,7 +63,7 @@ def build_app(args):
     config = _config(args, read_manifest(args.index))
     holder = SnapshotHolder(args.index, lambda index, emb: open_snapshot(index, config, emb),
                             poll_s=args.reload_interval)
-    return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit))
+    return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit), limits=limits)
 
 
 def run(args) -> int:

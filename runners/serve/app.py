@@ -6,8 +6,11 @@ Endpoints: ``POST /v1/query`` (one query item -> the DESIGN.md result), ``POST
 /metrics`` (Prometheus) and the search page ``GET /``.
 
 Every ``/v1`` call needs ``Authorization: Bearer <key or JWT>``; the caller's groups come from
-the credential, never from the body. Errors are OpenAI-style JSON ``{"error": {"message",
-"type", "code"}}``: 401 (credential), 400 (body), 429 (rate limit, with ``Retry-After``).
+the credential, never from the body. The credential is checked from the headers before the body
+is read, and the body is bounded in size and time (:mod:`runners.serve.guard`). Every error is
+one envelope (:mod:`runners.serve.errors`): ``{"error": {"type", "message", "field"?}}``, or
+OpenAI's ``{"error": {"message", "type", "param", "code"}}`` on the OpenAI-compatible routes.
+Request bodies are validated strictly (no type coercion, unknown fields refused).
 Queries run in the server's thread pool, one at a time per index snapshot; each request uses
 the snapshot current when it arrived (response header ``X-VDGR-Build-Id``).
 """
@@ -19,13 +22,14 @@ from importlib import resources
 from typing import Optional
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.errors import VdgrError
-from runners.serve.auth import Authenticator, AuthError, Caller, RateLimited, RateLimiter
-from runners.serve.chat import MODEL, ChatRequest, checked_llm_stream, completion_body, sse_events
+from runners.serve.auth import AuthFailureLimiter, Authenticator, Caller, RateLimiter
+from runners.serve.chat import MODEL, QUESTION_MAX, ChatRequest, checked_llm_stream, completion_body, sse_events
+from runners.serve.errors import ApiError, describe, install_handlers
+from runners.serve.guard import CALLER_KEY, RequestGuard, ServeLimits
 from runners.serve.metrics import ServiceMetrics
 from runners.serve.snapshot import Snapshot, SnapshotHolder
 from vdgr_core.query.result import QueryResult
@@ -34,27 +38,25 @@ BUILD_HEADER = "X-VDGR-Build-Id"
 
 
 class QueryBody(BaseModel):
-    """``POST /v1/query``: one query item. Groups are not accepted: they come from the credential."""
+    """``POST /v1/query``: one query item. Groups are not accepted: they come from the credential.
 
-    model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=4000)
+    Strict: no type coercion (``k: "5"`` and ``k: true`` are refused), unknown fields refused,
+    and a question that is empty once trimmed is refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    question: str = Field(min_length=1, max_length=QUESTION_MAX)
     id: Optional[str] = Field(default=None, max_length=200)
     domain: Optional[str] = Field(default=None, max_length=256)
     version: Optional[str] = Field(default=None, max_length=128)
     k: Optional[int] = Field(default=None, ge=1, le=50)
 
-
-class ApiError(Exception):
-    """An error answered as ``{"error": {...}}`` with ``status``."""
-
-    def __init__(self, status: int, message: str, kind: str, headers: Optional[dict] = None):
-        super().__init__(message)
-        self.status, self.message, self.kind, self.headers = status, message, kind, headers or {}
-
-
-def _error(status: int, message: str, kind: str, headers: Optional[dict] = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status,
-                        headers=headers)
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty once leading and trailing whitespace is removed")
+        return v
 
 
 @dataclass
@@ -82,28 +84,41 @@ class Service:
 
 
 class _Metrics:
-    """ASGI middleware: count requests and time them (until the response starts) per route."""
+    """ASGI middleware: count requests and time them (until the response starts) per route.
 
-    def __init__(self, app, metrics: ServiceMetrics):
-        self.app, self.metrics = app, metrics
+    A request refused before routing is counted under its path when that is a route's path
+    (``paths``), else under ``other``; an exception that escapes the routes counts as a 500.
+    """
+
+    def __init__(self, app, metrics: ServiceMetrics, paths: frozenset = frozenset()):
+        self.app, self.metrics, self.paths = app, metrics, paths
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        status = {"code": 500}
+        started = False
+
+        def count(status: int) -> None:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or (scope["path"] if scope["path"] in self.paths else "other")
+            self.metrics.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+            self.metrics.requests.labels(endpoint=endpoint, status=str(status)).inc()
 
         async def send_wrapped(message):
+            nonlocal started
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-                route = scope.get("route")
-                endpoint = getattr(route, "path", "other")
-                self.metrics.latency.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
-                self.metrics.requests.labels(endpoint=endpoint, status=str(message["status"])).inc()
+                started = True
+                count(message["status"])
             await send(message)
 
-        await self.app(scope, receive, send_wrapped)
+        try:
+            await self.app(scope, receive, send_wrapped)
+        except Exception:
+            if not started:
+                count(500)
+            raise
 
 
 def _page() -> str:
@@ -111,7 +126,8 @@ def _page() -> str:
 
 
 def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter,
-               metrics: Optional[ServiceMetrics] = None) -> FastAPI:
+               metrics: Optional[ServiceMetrics] = None, limits: Optional[ServeLimits] = None,
+               failures: Optional[AuthFailureLimiter] = None) -> FastAPI:
     """The application over ``holder``'s snapshots.
 
     Parameters
@@ -121,10 +137,18 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         with the application).
     auth : Authenticator
     limiter : RateLimiter
+        Per-key request limits.
     metrics : ServiceMetrics, optional
         A fresh registry when omitted.
+    limits : ServeLimits, optional
+        Body size and time, failed-authentication budget, OpenAPI; the defaults when omitted.
+    failures : AuthFailureLimiter, optional
+        Failed authentications per client address; by default one of
+        ``limits.auth_failures_per_minute`` on the monotonic clock (tests inject a clock).
     """
     metrics = metrics or ServiceMetrics()
+    limits = limits or ServeLimits()
+    failures = failures or AuthFailureLimiter(limits.auth_failures_per_minute)
     svc = Service(holder, auth, limiter, metrics)
     metrics.serving(holder.current().build_id, reload=False)
     holder.subscribe(lambda snap: metrics.serving(snap.build_id, reload=True))
@@ -140,41 +164,25 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         finally:
             holder.stop()
 
-    app = FastAPI(title="VDGR", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="VDGR", version="0.1.0", lifespan=lifespan, redoc_url=None,
+                  openapi_url="/openapi.json" if limits.openapi else None,
+                  docs_url="/docs" if limits.openapi else None)
     app.state.service = svc
-    app.add_middleware(_Metrics, metrics=metrics)
+    app.state.limits = limits
+    install_handlers(app)
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_request, exc: ApiError):
-        return _error(exc.status, exc.message, exc.kind, exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _bad_body(_request, exc: RequestValidationError):
-        problems = []
-        for e in exc.errors():
-            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
-            msg = e.get("msg", "invalid")
-            if e.get("type") == "extra_forbidden" and loc == "groups":
-                msg = "not accepted: the caller's groups come from its credential"
-            problems.append(f"{loc}: {msg}")
-        return _error(400, "invalid request body: " + "; ".join(problems), "invalid_request_error")
-
-    def caller(request: Request) -> Caller:
-        try:
-            who = svc.auth.authenticate(request.headers.get("authorization"))
-        except AuthError as exc:
-            raise ApiError(401, str(exc), "authentication_error", {"WWW-Authenticate": "Bearer"}) from None
-        try:
-            svc.limiter.hit(who)
-        except RateLimited as exc:
-            raise ApiError(429, str(exc), "rate_limit_error", {"Retry-After": str(exc.retry_after)}) from None
+    async def caller(request: Request) -> Caller:
+        """The caller :class:`RequestGuard` authenticated from the headers, before the body."""
+        who = request.scope.get(CALLER_KEY)
+        if who is None:     # the guard authenticates every /v1/ request; anything else fails closed
+            raise ApiError(401, "missing credential", headers={"WWW-Authenticate": "Bearer"})
         return who
 
     def run_query(who: Caller, body: QueryBody, **kw) -> tuple[QueryResult, Snapshot]:
         try:
             return svc.query(who, body, **kw)
         except (ValueError, VdgrError) as exc:
-            raise ApiError(400, str(exc), "invalid_request_error") from None
+            raise ApiError(400, str(exc)) from None
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
@@ -217,12 +225,20 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     @app.post("/v1/chat/completions")
     def chat(body: ChatRequest, who: Caller = Depends(caller)):
         if body.model != MODEL:
-            raise ApiError(400, f"model {body.model!r} is not served here; use {MODEL!r}", "invalid_request_error")
+            raise ApiError(400, f"model: {body.model!r} is not served here; use {MODEL!r}", field="model")
         try:
             question = body.question()
-            item = QueryBody(question=question, domain=body.domain, version=body.version, k=body.k)
         except ValueError as exc:
-            raise ApiError(400, str(exc).splitlines()[0], "invalid_request_error") from None
+            raise ApiError(400, f"invalid request body: {exc}", field="messages") from None
+        if len(question) > QUESTION_MAX:
+            raise ApiError(400, f"invalid request body: messages: the question (the last user message) has "
+                                f"{len(question)} characters; the limit is {QUESTION_MAX}", field="messages")
+        try:
+            item = QueryBody.model_validate({"question": question, "domain": body.domain,
+                                             "version": body.version, "k": body.k})
+        except ValidationError as exc:
+            message, field = describe(exc.errors(), rename={"question": "messages"})
+            raise ApiError(400, "invalid request body: " + message, field=field) from None
         created = int(time.time())
         streamed_llm = body.stream and holder.current().answer_llm is not None
         result, snap = run_query(who, item, with_answer=not streamed_llm)
@@ -239,4 +255,8 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         return StreamingResponse(events, media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
+    # the guard runs inside the metrics (so its refusals are counted), both after the routes exist
+    app.add_middleware(RequestGuard, auth=auth, limiter=limiter, failures=failures, limits=limits,
+                       metrics=metrics)
+    app.add_middleware(_Metrics, metrics=metrics, paths=frozenset(getattr(r, "path", "") for r in app.routes))
     return app

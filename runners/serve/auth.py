@@ -1,4 +1,5 @@
-"""Who is calling: API keys from KEYS.yaml, optional JWT bearer tokens, per-key rate limits.
+"""Who is calling: API keys from KEYS.yaml, optional JWT bearer tokens, per-key rate limits,
+and the per-address limit on failed authentications (:class:`AuthFailureLimiter`).
 
 A caller's access groups come from its credential only: the key's entry in KEYS.yaml, or the
 ``groups`` claim of a verified JWT. Request bodies never carry groups.
@@ -16,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Callable, Literal, Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -220,3 +223,71 @@ class RateLimiter:
             reset = self._limiter.get_window_stats(item, caller.limit_key).reset_time
             retry = max(1, math.ceil(reset - time.time()))
             raise RateLimited(f"rate limit {item} exceeded for {caller.name!r}", retry)
+
+
+class AuthFailureLimiter:
+    """Failed authentications per client address: a token bucket per address.
+
+    Each address may fail ``per_minute`` times in a burst; the budget refills at ``per_minute``
+    per 60 seconds. While an address's bucket holds less than one token, its requests that
+    present a credential are refused with 429 *before* the credential is checked, so a client
+    guessing keys learns nothing more until the budget refills. A request without any
+    credential is neither counted nor refused (it guesses nothing).
+
+    Parameters
+    ----------
+    per_minute : int
+        The budget; 0 turns the limit off.
+    clock : callable, optional
+        Seconds, monotonic (``time.monotonic``); tests inject their own.
+    max_clients : int
+        Addresses tracked at most; beyond it, refilled buckets and then the oldest are dropped.
+    """
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic, max_clients: int = 100_000):
+        if per_minute < 0:
+            raise ValueError("--auth-failures-per-minute must be 0 (off) or more")
+        self.per_minute = per_minute
+        self._rate = per_minute / 60.0
+        self._clock = clock
+        self._max = max_clients
+        self._buckets: "OrderedDict[str, tuple[float, float]]" = OrderedDict()   # address -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def _tokens(self, client: str, now: float) -> float:
+        tokens, at = self._buckets.get(client, (float(self.per_minute), now))
+        return min(float(self.per_minute), tokens + (now - at) * self._rate)
+
+    def check(self, client: str) -> None:
+        """Refuse ``client`` while its budget is spent.
+
+        Raises
+        ------
+        RateLimited
+            Less than one failure left; ``retry_after`` is when the next one is.
+        """
+        if not self.per_minute:
+            return
+        with self._lock:
+            tokens = self._tokens(client, self._clock())
+        if tokens < 1.0:
+            retry = max(1, math.ceil((1.0 - tokens) / self._rate))
+            raise RateLimited(f"too many failed authentications from this address (limit "
+                              f"{self.per_minute} a minute, --auth-failures-per-minute); retry in {retry} s", retry)
+
+    def failed(self, client: str) -> None:
+        """Count one failed authentication of ``client``."""
+        if not self.per_minute:
+            return
+        with self._lock:
+            now = self._clock()
+            self._buckets[client] = (max(0.0, self._tokens(client, now) - 1.0), now)
+            self._buckets.move_to_end(client)
+            if len(self._buckets) > self._max:
+                self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        for client in [c for c in self._buckets if self._tokens(c, now) >= self.per_minute]:
+            del self._buckets[client]
+        while len(self._buckets) > self._max:
+            self._buckets.popitem(last=False)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.errors import LLMError
 from vdgr_core.llm.client import StageUsage
@@ -30,14 +30,45 @@ from vdgr_core.query.stream_check import StreamChecker
 
 MODEL = "vdgr"
 STREAM_STAGE = "answer_stream"
+QUESTION_MAX = 4000          # characters of a question, on /v1/query and the chat endpoint
+
+#: the parameters of OpenAI's chat completions request that VDGR accepts and ignores (the
+#: openai SDK's ``CompletionCreateParams``; a test keeps the list in step with the SDK), and
+#: ``groups``, which the chat endpoint ignores: groups come from the credential
+IGNORED_CHAT_FIELDS = frozenset({
+    "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
+    "max_completion_tokens", "max_tokens", "metadata", "modalities", "moderation", "n",
+    "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format",
+    "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options", "temperature",
+    "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+    "groups",
+})
+#: the fields of an OpenAI chat message besides ``role`` and ``content``, accepted and ignored
+IGNORED_MESSAGE_FIELDS = frozenset({"name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio"})
+
+
+def _without(data: Any, ignored: frozenset) -> Any:
+    if isinstance(data, dict):
+        return {k: v for k, v in data.items() if k not in ignored}
+    return data
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    role: str
+    """One message of a chat request.
+
+    Strict: an unknown role or field is refused; the other fields of OpenAI's messages
+    (:data:`IGNORED_MESSAGE_FIELDS`) are accepted and dropped.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: Union[str, list[dict[str, Any]], None] = None
 
+    _drop = model_validator(mode="before")(classmethod(lambda cls, data: _without(data, IGNORED_MESSAGE_FIELDS)))
+
     def text(self) -> str:
+        """The message's text (the text parts of a list of content parts)."""
         if isinstance(self.content, str):
             return self.content
         if isinstance(self.content, list):       # content parts: keep the text ones
@@ -46,21 +77,26 @@ class ChatMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """The fields of an OpenAI chat request that VDGR reads (others are accepted and ignored).
+    """An OpenAI chat completions request, as VDGR reads it.
 
-    ``domain``, ``version`` and ``k`` are VDGR extensions (``extra_body`` in the openai SDK).
+    ``model``, ``messages`` and ``stream`` are read; ``domain``, ``version`` and ``k`` are VDGR
+    extensions (``extra_body`` in the openai SDK); the other OpenAI parameters
+    (:data:`IGNORED_CHAT_FIELDS`) are accepted and dropped. Strict: no type coercion
+    (``stream: "yes"``, ``k: "5"`` are refused) and any other field is refused.
     """
 
-    model_config = ConfigDict(extra="ignore")
-    model: str
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model: str = Field(max_length=256)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     domain: Optional[str] = Field(default=None, max_length=256)
     version: Optional[str] = Field(default=None, max_length=128)
     k: Optional[int] = Field(default=None, ge=1, le=50)
 
+    _drop = model_validator(mode="before")(classmethod(lambda cls, data: _without(data, IGNORED_CHAT_FIELDS)))
+
     def question(self) -> str:
-        """The last user message's text.
+        """The last user message's text, trimmed.
 
         Raises
         ------

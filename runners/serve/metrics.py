@@ -9,7 +9,12 @@ One registry per application (tests start several). Exported:
   spent answering, per stage (router, TOC selection, reflection, answer, streamed answer);
 - ``vdgr_llm_failures_total{stage}``: LLM requests that ended in a fallback;
 - ``vdgr_index_build_info{build_id}`` (1 for the build being served) and
-  ``vdgr_index_reloads_total``.
+  ``vdgr_index_reloads_total``;
+- ``vdgr_refused_requests_total{reason}``: requests refused before a route ran
+  (:mod:`runners.serve.guard`): ``auth_failed`` (401), ``auth_blocked`` (429, the client
+  address's failed-authentication budget is spent), ``rate_limited`` (429, the key's limit),
+  ``body_too_large`` (413), ``body_timeout`` (408), ``bad_body`` (400: a ``Content-Length``
+  that is no number, a JSON body not UTF-8 or nested too deeply).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from typing import Mapping
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+REFUSALS = ("auth_failed", "auth_blocked", "rate_limited", "body_too_large", "body_timeout", "bad_body")
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -38,6 +44,10 @@ class ServiceMetrics:
         self.llm_failures = Counter("vdgr_llm_failures", "LLM requests that fell back", ["stage"], registry=r)
         self.build = Gauge("vdgr_index_build_info", "The index build being served", ["build_id"], registry=r)
         self.reloads = Counter("vdgr_index_reloads", "New index builds picked up", registry=r)
+        self.refused = Counter("vdgr_refused_requests", "Requests refused before a route ran", ["reason"],
+                               registry=r)
+        for reason in REFUSALS:          # exported at 0 from the start
+            self.refused.labels(reason=reason)
 
     def serving(self, build_id: str, reload: bool) -> None:
         """Record the build now served."""
