@@ -12,7 +12,6 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
-from pipelines.commit import commit_build
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas import tables as T
@@ -124,6 +123,20 @@ def warm_embedder_in_background(config: BuildConfig) -> None:
                      daemon=True).start()
 
 
+def import_commit_in_background() -> None:
+    """Import the commit's modules (LanceDB: ~1.4 s of Python) while the pipeline runs.
+
+    The driver needs them only once the pipeline ends; imported then, they lengthen the serial
+    tail. While the model embeds, the pipeline thread mostly waits, so the import costs nothing.
+    An import another thread needs meanwhile waits on Python's module lock for this one.
+    """
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=("pipelines.commit",),
+                     name="vdgr-import-commit", daemon=True).start()
+
+
 @contextlib.contextmanager
 def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
                         add_steps: Callable[[beam.Pipeline, Staging], None], *,
@@ -141,6 +154,7 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
             warm_embedder_in_background(config)
         p = beam.Pipeline(options=options)
         add_steps(p, staging)
+        import_commit_in_background()
         result = p.run()
         result.wait_until_finish()
         yield staging, result
@@ -173,6 +187,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         failpoint("commit.shards_published")     # the pipeline publishes the shards
         say("committing tables, indexes and manifest")
         t2 = time.perf_counter()
+        from pipelines.commit import commit_build
+
         manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
                                 parent_build_id=parent_build_id)
         stage["commit_s"] = time.perf_counter() - t2

@@ -287,10 +287,18 @@ def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entitie
 
 
 def _vectors_by_id(entities: pa.Table) -> dict[str, np.ndarray]:
-    if "vector" not in entities.column_names:
+    """Entity id -> vector (a row of one float32 matrix; entities without a vector left out)."""
+    if "vector" not in entities.column_names or entities.num_rows == 0:
         return {}
-    return {i: np.asarray(v, dtype=np.float32) for i, v in
-            zip(entities.column("entity_id").to_pylist(), entities.column("vector").to_pylist()) if v is not None}
+    column = entities.column("vector").combine_chunks()
+    ids = entities.column("entity_id").to_pylist()
+    if not pa.types.is_fixed_size_list(column.type):
+        return {i: np.asarray(v, dtype=np.float32) for i, v in zip(ids, column.to_pylist()) if v is not None}
+    dim = column.type.list_size
+    present = np.asarray(column.is_valid())
+    values = pc.list_flatten(column.filter(present) if not present.all() else column)
+    matrix = np.asarray(values, dtype=np.float32).reshape(-1, dim)
+    return dict(zip((i for i, ok in zip(ids, present) if ok), matrix))
 
 
 def _aligned(rows: DomainRows, vectors: Mapping[str, np.ndarray]) -> np.ndarray:
