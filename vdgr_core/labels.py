@@ -14,15 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vdgr_core.store.tantivy_shard import _STOP
+from vdgr_core.stopwords import STOP_WORDS
 from vdgr_core.tokens import stem as _stem, tokens
 
-_STOP_ARRAY = pa.array(sorted(_STOP), pa.string())
+_STOP_ARRAY = pa.array(sorted(STOP_WORDS), pa.string())
 
 
 def content_words(text: str) -> list[str]:
     """Content words of ``text`` with repeats (BM25 needs term frequencies)."""
-    return [t for t in tokens(text) if t not in _STOP and (len(t) > 1 or t.isdigit())]
+    return [t for t in tokens(text) if t not in STOP_WORDS and (len(t) > 1 or t.isdigit())]
 
 
 def label_stems(full_path: Sequence[str], summary: Optional[str]) -> list[str]:

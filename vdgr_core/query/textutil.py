@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
-from vdgr_core.store.tantivy_shard import _STOP
+from vdgr_core.stopwords import STOP_WORDS as _STOP
 from vdgr_core.tokens import _TOKEN, stem as _stem, tokens  # noqa: F401  (re-exported)
 
 

@@ -51,13 +51,9 @@ import tantivy
 from vdgr_core.store import digest as dg
 from vdgr_core.store.filters import SearchScope
 from vdgr_core.store.location import IndexLocation, safe_name
+from vdgr_core.stopwords import STOP_WORDS
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
-_STOP = frozenset(
-    "a an and are as at be by can do does for from how i if in into is it its me my of on or "
-    "please should so that the their then there these this to use using was what when where "
-    "which who why will with you your".split()
-)
 
 
 SCHEMA_VERSION = "3"          # part of the shard digest: a new schema never reuses an old folder
@@ -279,7 +275,7 @@ def body_text(title: str, text: str, path: Sequence[str] = ()) -> str:
 def query_terms(text: str) -> list[str]:
     """Lower-cased alphanumeric words of ``text`` without stopwords (safe for the parser)."""
     words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in _STOP]
+    kept = [w for w in words if w not in STOP_WORDS]
     return kept or words
 
 
