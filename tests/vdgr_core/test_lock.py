@@ -15,7 +15,8 @@ import pytest
 from schemas.errors import ConcurrentCommitError, IndexBusyError
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.lock import LOCK_NAME, IndexLock, LockRecord, read_lock_record
-from vdgr_core.store.manifest import Manifest, current_generation, read_manifest, write_manifest
+from vdgr_core.store.manifest import (Manifest, current_generation, read_manifest, registered_commit_guard,
+                                      write_manifest)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOLDER = """
@@ -161,3 +162,49 @@ def test_manifest_without_generation_counts_as_zero(tmp_path):
     IndexLocation(index).write_whole("manifest.json", text.encode())
     assert current_generation(index) == 0
     assert write_manifest(index, _manifest("new"), expect_generation=0).generation == 1
+
+
+class _Guard:
+    """A commit guard of a writer that read generation ``expect``."""
+
+    def __init__(self, expect):
+        self.expect, self.written = expect, []
+
+    def expected_generation(self):
+        return self.expect
+
+    def committed(self, generation):
+        self.written.append(generation)
+
+
+def test_the_commit_guard_is_passed_explicitly(tmp_path):
+    index = str(tmp_path / "index")
+    guard = _Guard(-1)                               # read "no manifest"
+    assert write_manifest(index, _manifest("a"), guard=guard).generation == 1
+    assert guard.written == [1]
+    with pytest.raises(ConcurrentCommitError, match="changed during this commit"):
+        write_manifest(index, _manifest("stale"), guard=_Guard(0))
+    with IndexLock(index, "vdgr update") as lock:   # the held lock is a guard
+        assert lock.expected_generation() == 1
+        write_manifest(index, _manifest("b"), guard=lock)
+        assert lock.expected_generation() == 2
+        assert registered_commit_guard(index) is not None
+    assert registered_commit_guard(index) is None  # released: no longer consulted
+    assert write_manifest(index, _manifest("c")).generation == 3
+
+
+def test_a_commit_under_the_lock_that_names_no_guard_is_still_checked(tmp_path):
+    index = str(tmp_path / "index")
+    write_manifest(index, _manifest("a"))
+    with IndexLock(index, "vdgr update"):
+        other = dataclasses.replace(_manifest("other"), generation=2)       # a writer that bypassed the lock
+        IndexLocation(index).write_whole("manifest.json", other.to_json().encode())
+        with pytest.raises(ConcurrentCommitError, match="expected 1"):
+            write_manifest(index, _manifest("b"))    # through store/writer.py: no guard in hand
+    assert read_manifest(index).build_id == "other"
+
+
+def test_the_manifest_module_does_not_import_the_lock():
+    code = ("import sys, vdgr_core.store.manifest, vdgr_core.store.writer; "
+            "assert 'vdgr_core.store.lock' not in sys.modules, 'manifest imports the lock'")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

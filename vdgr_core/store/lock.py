@@ -21,8 +21,13 @@ commit fail, loudly, unless both also commit within the same instant. Run one sc
 object-store index.
 
 The lock is re-entrant within a process (a nested ``IndexLock`` on an index this process holds
-is a no-op), so ``run_update`` may call ``run_build``. While held it remembers the manifest
-generation it started from; ``write_manifest`` refuses to replace a manifest that changed since.
+is a no-op), so ``run_update`` may call ``run_build``. While held it is the index's commit guard
+(``store/manifest.py``, :class:`CommitGuard`): it remembers the manifest generation it started
+from, and ``write_manifest`` refuses to replace a manifest that changed since. Pass it as
+``write_manifest(..., guard=lock)``; it is also registered with the manifest module while held
+(``register_commit_guard``), so a commit that reaches ``write_manifest`` without it (through
+``store/writer.py``) is checked the same. This module imports the manifest module, never the
+reverse.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from typing import Callable, Optional
 
 from schemas.errors import ConcurrentCommitError, IndexBusyError
 from vdgr_core.store.location import IndexLocation
+from vdgr_core.store.manifest import current_generation, index_key, register_commit_guard
 
 LOCK_NAME = "_writer.lock"
 DEFAULT_STALE_AFTER_S = 300.0        # object stores: a lease not renewed for this long is stale
@@ -90,50 +96,37 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _key(index_uri: str) -> str:
-    loc = IndexLocation(index_uri)
-    return loc.uri if loc.remote else os.path.realpath(loc.uri)
-
-
 class _Held:
-    """A lock this process holds: its backend, nesting depth and the manifest generation."""
+    """A lock this process holds: its backend, nesting depth and the manifest generation; the
+    commit guard of its index (``store/manifest.py``, :class:`CommitGuard`)."""
 
     def __init__(self, release: Callable[[], None], generation: int, lost: Callable[[], Optional[str]]):
         self.release = release
         self.generation = generation
         self.lost = lost
         self.depth = 1
+        self.unregister: Callable[[], None] = lambda: None
+
+    def expected_generation(self) -> int:
+        """The manifest generation this lock expects.
+
+        Raises
+        ------
+        ConcurrentCommitError
+            When the lease of an object-store index was taken over by another writer.
+        """
+        why = self.lost()
+        if why:
+            raise ConcurrentCommitError(why)
+        return self.generation
+
+    def committed(self, generation: int) -> None:
+        """This process committed manifest ``generation`` under the lock."""
+        self.generation = generation
 
 
-_HELD: dict[str, _Held] = {}
+_HELD: dict[str, _Held] = {}         # index_key -> the lock this process holds (re-entrancy)
 _HELD_LOCK = threading.Lock()
-
-
-def held_generation(index_uri: str) -> Optional[int]:
-    """The manifest generation the lock this process holds on ``index_uri`` expects (None if no
-    lock is held).
-
-    Raises
-    ------
-    ConcurrentCommitError
-        When the lease of an object-store index was taken over by another writer.
-    """
-    with _HELD_LOCK:
-        held = _HELD.get(_key(index_uri))
-    if held is None:
-        return None
-    why = held.lost()
-    if why:
-        raise ConcurrentCommitError(why)
-    return held.generation
-
-
-def committed_generation(index_uri: str, generation: int) -> None:
-    """Record that this process committed manifest ``generation`` under its lock."""
-    with _HELD_LOCK:
-        held = _HELD.get(_key(index_uri))
-        if held is not None:
-            held.generation = generation
 
 
 class IndexLock:
@@ -162,7 +155,7 @@ class IndexLock:
         self.owner = owner
         self.timeout_s = max(0.0, float(timeout_s))
         self.stale_after_s = stale_after_s
-        self._key = _key(self.index_uri)
+        self._key = index_key(self.index_uri)
 
     def _record(self, token: str = "") -> LockRecord:
         return LockRecord(owner=self.owner, user=_user(), host=socket.gethostname(), pid=os.getpid(),
@@ -177,15 +170,15 @@ class IndexLock:
                 return self
         loc = IndexLocation(self.index_uri)
         release, lost = (_acquire_remote if loc.remote else _acquire_local)(self, loc)
-        from vdgr_core.store.manifest import current_generation
-
         try:
             generation = current_generation(self.index_uri)
         except BaseException:
             release()
             raise
+        held = _Held(release, generation, lost)
         with _HELD_LOCK:
-            _HELD[self._key] = _Held(release, generation, lost)
+            _HELD[self._key] = held
+        held.unregister = register_commit_guard(self.index_uri, held)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -195,7 +188,23 @@ class IndexLock:
             if held.depth:
                 return
             del _HELD[self._key]
+        held.unregister()
         held.release()
+
+    def _held(self) -> _Held:
+        with _HELD_LOCK:
+            held = _HELD.get(self._key)
+        if held is None:
+            raise RuntimeError(f"the writer lock of {self.index_uri} is not held")
+        return held
+
+    def expected_generation(self) -> int:
+        """The manifest generation a commit under this lock must find (``CommitGuard``)."""
+        return self._held().expected_generation()
+
+    def committed(self, generation: int) -> None:
+        """Record a commit of ``generation`` under this lock (``CommitGuard``)."""
+        self._held().committed(generation)
 
     def _busy(self, holder: Optional[LockRecord], waited: float) -> IndexBusyError:
         who = holder.describe() if holder else "another process"
@@ -303,5 +312,4 @@ def read_lock_record(index_uri: str) -> Optional[LockRecord]:
         return None
 
 
-__all__ = ["IndexLock", "LockRecord", "LOCK_NAME", "held_generation", "committed_generation",
-           "read_lock_record"]
+__all__ = ["IndexLock", "LockRecord", "LOCK_NAME", "read_lock_record"]

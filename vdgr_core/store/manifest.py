@@ -7,10 +7,13 @@ once uploaded). A reader that opens the manifest sees one consistent index, old 
 mix.
 
 Generations. Every manifest carries a ``generation``, one more than the manifest it replaces
-(an index written before generations counts as 0). A writer holding the index lock
-(``store/lock.py``) expects the generation it saw when it took the lock; ``write_manifest``
-refuses (:class:`ConcurrentCommitError`) to replace a manifest whose generation moved since,
-so no commit (``gc``'s included) ever replaces a newer manifest. On an object store each
+(an index written before generations counts as 0). ``write_manifest`` refuses
+(:class:`ConcurrentCommitError`) to replace a manifest whose generation moved since the writer
+read it, so no commit (``gc``'s included) ever replaces a newer manifest. The generation it
+expects comes from its caller: ``expect_generation``, or a :class:`CommitGuard` (the index lock
+of ``store/lock.py`` is one: the generation it saw when it was taken). This module does not
+import the lock; the lock registers itself here (``register_commit_guard``) while it is held,
+so a commit under it that names no guard is still checked. On an object store each
 generation is also its own object, ``manifests/<generation>.json``, created only if absent and
 read back (a conditional create, as far as ``pyarrow.fs`` allows: see ``store/lock.py``);
 readers take the highest generation there, and ``manifest.json`` is a copy for tools.
@@ -36,8 +39,10 @@ without digests); an index without layouts is queried only after ``vdgr update``
 from __future__ import annotations
 
 import json
+import os
+import threading
 from dataclasses import asdict, dataclass, field, replace
-from typing import Optional
+from typing import Callable, Optional, Protocol
 
 from schemas.errors import ConcurrentCommitError, IndexError_
 from vdgr_core.store.domain_layout import LayoutRef
@@ -161,14 +166,66 @@ def current_generation(index_dir: str) -> int:
         return -1
 
 
-def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Optional[int] = None) -> Manifest:
+class CommitGuard(Protocol):
+    """What a writer vouches for when it commits: the generation it expects, and the one it wrote.
+
+    :class:`vdgr_core.store.lock.IndexLock` is one (the generation it saw when taken, moved
+    along by its own commits).
+    """
+
+    def expected_generation(self) -> Optional[int]:
+        """The committed generation this writer expects; raises :class:`ConcurrentCommitError`
+        when it can no longer vouch for it (an object-store lease taken over)."""
+
+    def committed(self, generation: int) -> None:
+        """Record that this writer committed ``generation``."""
+
+
+def index_key(index_dir: str) -> str:
+    """One name per index: the URI of an object-store index, the real path of a local one."""
+    loc = IndexLocation(index_dir)
+    return loc.uri if loc.remote else os.path.realpath(loc.uri)
+
+
+_GUARDS: dict[str, CommitGuard] = {}        # index_key -> the guard registered for it
+_GUARDS_LOCK = threading.Lock()
+
+
+def register_commit_guard(index_dir: str, guard: CommitGuard) -> Callable[[], None]:
+    """Make ``guard`` the one ``write_manifest`` uses for ``index_dir`` in this process when its
+    caller names none; returns the function that removes it. The index lock registers itself
+    for as long as it is held (commits reach ``write_manifest`` through
+    ``store/writer.py`` without the lock in hand)."""
+    key = index_key(index_dir)
+    with _GUARDS_LOCK:
+        _GUARDS[key] = guard
+
+    def unregister() -> None:
+        with _GUARDS_LOCK:
+            if _GUARDS.get(key) is guard:
+                del _GUARDS[key]
+
+    return unregister
+
+
+def registered_commit_guard(index_dir: str) -> Optional[CommitGuard]:
+    """The guard registered for ``index_dir`` in this process (None when none is)."""
+    with _GUARDS_LOCK:
+        return _GUARDS.get(index_key(index_dir))
+
+
+def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Optional[int] = None, *,
+                   guard: Optional[CommitGuard] = None) -> Manifest:
     """Write the manifest whole (the last write of a commit) as the next generation.
 
     Parameters
     ----------
     expect_generation:
-        The generation the caller read; by default the one the index lock of this process
-        expects (no check when neither is known).
+        The generation the caller read. When None, ``guard`` says which one is expected.
+    guard:
+        The writer's :class:`CommitGuard` (the held index lock); by default the one registered
+        for ``index_dir`` (``register_commit_guard``). It is told the generation written. With
+        neither an expected generation nor a guard, nothing is checked.
 
     Returns
     -------
@@ -178,14 +235,14 @@ def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Option
     Raises
     ------
     ConcurrentCommitError
-        When the committed manifest is no longer ``expect_generation``: this write would replace
-        a newer manifest (a writer that bypassed the lock, or a lost object-store lease).
+        When the committed manifest is no longer the expected generation: this write would
+        replace a newer manifest (a writer that bypassed the lock, or a lost object-store lease).
     """
-    from vdgr_core.store import lock
-
     loc = IndexLocation(index_dir)
-    if expect_generation is None:
-        expect_generation = lock.held_generation(index_dir)
+    if guard is None:
+        guard = registered_commit_guard(index_dir)
+    if expect_generation is None and guard is not None:
+        expect_generation = guard.expected_generation()
     current = current_generation(index_dir)
     if expect_generation is not None and current != expect_generation:
         raise ConcurrentCommitError(
@@ -199,7 +256,8 @@ def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Option
             raise ConcurrentCommitError(f"manifest generation {manifest.generation} of {index_dir} "
                                         "was committed by another writer; nothing was replaced")
     loc.write_whole(MANIFEST_NAME, data, before_publish=lambda: failpoint("commit.manifest_before_rename"))
-    lock.committed_generation(index_dir, manifest.generation)
+    if guard is not None:
+        guard.committed(manifest.generation)
     return manifest
 
 
