@@ -248,3 +248,23 @@ def test_a_packed_document_tree_reads_back_equal_and_is_smaller():
     assert len(packed) < len(pickle.dumps(tree)) / 3
     with pytest.raises(TypeError):
         unpack_tree(zlib.compress(pickle.dumps({"not": "a tree"})))
+
+
+@pytest.mark.parametrize("vector", [None, np.array([3, -2, 1 << 40], dtype=np.int64)])
+def test_entity_stats_coder_round_trips_every_field(vector):
+    from collections import Counter
+
+    from transforms.merge import EntityStatsCoder
+    from vdgr_core.indexing.entity_merge import EntityStats
+
+    stats = EntityStats(names=Counter({"Wi-Fi": 3, "wifi": 1}), kinds=Counter({"term": 2}), frequency=4,
+                        chunks=2, docs=1, best_score=0.75, vector_sum=vector, best_score_stale=True)
+    back = EntityStatsCoder().decode(EntityStatsCoder().encode(stats))
+    assert (back.names, back.kinds, back.frequency, back.chunks, back.docs, back.best_score,
+            back.best_score_stale) == (stats.names, stats.kinds, 4, 2, 1, 0.75, True)
+    assert list(back.names) == ["Wi-Fi", "wifi"]          # order kept: ties resolve the same way
+    if vector is None:
+        assert back.vector_sum is None
+    else:
+        np.testing.assert_array_equal(back.vector_sum, vector)
+        back.add_vector(np.ones(3, dtype=np.int64))       # decoded sums stay writable
