@@ -38,7 +38,8 @@ from lancedb.expr import col
 
 from pipelines.commit import descriptions
 from pipelines.delta_build import ArrivingRows, process_in_driver
-from pipelines.run_build import BuildReport, _counter, model_identity, staged_pipeline_run
+from pipelines.metrics import beam_counter
+from pipelines.run_build import BuildReport, model_identity, staged_pipeline_run
 from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -224,167 +225,81 @@ def _run_pipeline(config: BuildConfig, sub: CorpusScan, dead_from_scan, beam_arg
                                    dead_from_scan=dead_from_scan)
 
     with staged_pipeline_run(config, beam_args, add_steps, warm_embedder=bool(sub.tasks)) as (staging, result):
-        return read_staged(staging, dim, lambda name: _counter(result, name))
+        return read_staged(staging, dim, lambda name: beam_counter(result, name))
 
 
-class _RowUpdate:
-    """The driver's half of an update: the rows that change, then their commit."""
+class _Touched:
+    """What every delta step reads: the change, the committed tables (by typed filters), the
+    leaving and arriving content rows, and each domain's chunk count before and after."""
 
     def __init__(self, config: BuildConfig, reader: IndexReader, change: _Change, scan: CorpusScan,
                  arriving: ArrivingRows, model_id: str, dim: int):
-        self._config, self._reader, self._change, self._scan = config, reader, change, scan
-        self._arriving = arriving
-        self._model_id, self._dim = model_id, dim
-        self._stored = _Stored(reader)
+        self.config, self.reader, self.change, self.scan = config, reader, change, scan
+        self.arriving = arriving
+        self.model_id, self.dim = model_id, dim
+        self.stored = _Stored(reader)
+        self.leaving = self.stored.where_in(T.CONTENTS, "source", change.leaving)
+        self.leaving_rows = _row_dicts(self.leaving)
+        self.arriving_rows = arriving.contents.select(_NO_VECTOR).to_pylist()
+        self.n_chunks = {d.name: d.n_chunks for d in reader.manifest.domains}
+        delta_chunks = Counter(r["domain"] for r in self.arriving_rows)
+        delta_chunks.subtract(Counter(r["domain"] for r in self.leaving_rows))
+        self.n_chunks_after = {d: self.n_chunks.get(d, 0) + delta_chunks.get(d, 0)
+                               for d in set(self.n_chunks) | set(delta_chunks)}
+
+
+def _document_rows(t: _Touched, name: str, arriving: pa.Table) -> TableChange:
+    """A table keyed by corpus path (documents, dead letters, secret findings): the leaving
+    paths' rows go, the arriving documents' rows come."""
+    schema = T.schema_for(name, t.dim)
+    deleted = t.stored.where_in(name, "path", t.change.leaving)
+    return TableChange("path", sorted(t.change.leaving), deleted, arriving.select(schema.names).cast(schema))
+
+
+@dataclass
+class _DirectoryChange:
+    """The directories step's result: the table change (rows added once embedded), the nodes
+    summarized again, and the containment edges that go and come."""
+
+    table: TableChange
+    redo_nodes: list
+    edges_gone: list[str]
+    edges_new: list[dict]
+
+
+class _DirectoryDelta:
+    """Directories: the nodes the leaving and arriving documents produce or share, merged
+    again, and the summaries of those nodes, of the sections whose chunks changed and of their
+    ancestors (nothing else); containment edges of every node merged again."""
+
+    def __init__(self, t: _Touched):
+        self._t = t
         self.llm_calls = self.llm_fallbacks = 0
-        self.embeddings_computed = self.embeddings_from_cache = 0
-        self.new_vectors = T.embedding_cache_schema(dim).empty_table()
-        self._leaving = self._stored.where_in(T.CONTENTS, "source", change.leaving)
-        self._leaving_rows = _row_dicts(self._leaving)
-        self._arriving_rows = arriving.contents.select(_NO_VECTOR).to_pylist()
-        self._arriving_contents: Optional[pa.Table] = None
-        m = reader.manifest
-        self._n_chunks = {d.name: d.n_chunks for d in m.domains}
-        delta_chunks = Counter(r["domain"] for r in self._arriving_rows)
-        delta_chunks.subtract(Counter(r["domain"] for r in self._leaving_rows))
-        self._n_chunks_after = {d: self._n_chunks.get(d, 0) + delta_chunks.get(d, 0)
-                                for d in set(self._n_chunks) | set(delta_chunks)}
 
-    # ------------------------------------------------------------------ the rows that change
-    def table_changes(self) -> dict[str, TableChange]:
-        directories, dir_edges_gone, dir_edges_new = self._directories()
-        self.embed()            # arriving chunks and directory summaries: one batch
-        directories.added = self._directory_rows
-        contents = self._contents()
-        out = {
-            T.CONTENTS: TableChange("source", sorted(self._change.leaving), self._leaving, contents),
-            T.DOCUMENTS: self._by_path(T.DOCUMENTS, self._arriving.documents),
-            T.DEAD_LETTERS: self._by_path(T.DEAD_LETTERS, self._arriving.dead_letters),
-            T.SECRET_FINDINGS: self._by_path(T.SECRET_FINDINGS, self._arriving.secret_findings),
-            T.DIRECTORIES: directories,
-        }
-        out[T.ENTITIES], out[T.ENTITY_STATS] = self._entities(contents)
-        out[T.EDGES] = self._edges(dir_edges_gone, dir_edges_new)
-        return out
-
-    def _by_path(self, name: str, arriving: pa.Table) -> TableChange:
-        schema = T.schema_for(name, self._dim)
-        deleted = self._stored.where_in(name, "path", self._change.leaving)
-        return TableChange("path", sorted(self._change.leaving), deleted, arriving.select(schema.names).cast(schema))
-
-    def _contents(self) -> pa.Table:
-        contents = self._arriving_contents
-        schema = T.schema_for(T.CONTENTS, self._dim)
-        return contents.select(schema.names).cast(schema)
-
-    def _edges(self, dir_gone: list[str], dir_new: list[dict]) -> TableChange:
-        leaving_pairs = row_delta.pair_weights(self._leaving_rows)
-        arriving_pairs = row_delta.pair_weights(self._arriving_rows)
-        pair_ids = {row_delta.pair_edge_id(k) for k in set(leaving_pairs) | set(arriving_pairs)}
-        gone_ids = ({e["edge_id"] for e in row_delta.content_edges(self._leaving_rows)} | pair_ids | set(dir_gone))
-        deleted = self._stored.where_in(T.EDGES, "edge_id", gone_ids)
-        old_weights = {(r["domain"], r["src"], r["dst"]): r["weight"]
-                       for r in deleted.to_pylist() if r["kind"] == T.COOCCURS}
-        added = (row_delta.content_edges(self._arriving_rows)
-                 + row_delta.pair_edges_after(old_weights, leaving_pairs, arriving_pairs) + dir_new)
-        return TableChange("edge_id", sorted(gone_ids), deleted, _rows(T.EDGES, added, self._dim))
-
-    # ------------------------------------------------------------------ entities
-    def _entities(self, arriving_contents: pa.Table) -> tuple[TableChange, TableChange]:
-        arriving_rows = _row_dicts(arriving_contents)
-        minus = row_delta.entity_partials(self._leaving_rows)
-        plus = row_delta.entity_partials(arriving_rows)
-        affected = {entity_id(d, n): (d, n) for d, n in set(minus) | set(plus)}
-        old_stats = self._stored.where_in(T.ENTITY_STATS, "entity_id", affected)
-        stats: dict[str, EntityStats] = {r["entity_id"]: stats_from_row(r) for r in old_stats.to_pylist()}
-        for key, s in minus.items():
-            stats.setdefault(entity_id(*key), EntityStats()).subtract(s)
-        for key, s in plus.items():
-            stats.setdefault(entity_id(*key), EntityStats()).merge(s)
-        stale = [i for i, s in stats.items() if s.best_score_stale and not s.empty]
-        if stale:
-            self._recompute_best_scores(stale, affected, stats, arriving_rows)
-        recount = sorted(d for d in self._change.domains
-                         if self._n_chunks_after.get(d, 0) != self._n_chunks.get(d, 0))
-        old_entities = self._stored.where_in(T.ENTITIES, "entity_id", affected)
-        if recount:
-            others = self._stored.where_in(T.ENTITIES, "domain", recount)
-            others = others.filter(pc.invert(pc.is_in(others.column("entity_id"),
-                                                      value_set=pa.array(sorted(affected), pa.string()))))
-            old_entities = pa.concat_tables([old_entities, others])
-        new_entities, new_stats = [], []
-        for eid, (domain, norm) in sorted(affected.items()):
-            s = stats[eid]
-            if s.empty:
-                continue
-            new_entities.append(entity_row(domain, norm, s, self._n_chunks_after.get(domain, 0) or 1, self._dim))
-            new_stats.append(stats_row(domain, norm, s, self._dim))
-        ent_keys = sorted(set(affected) | set(old_entities.column("entity_id").to_pylist()))
-        schema = T.schema_for(T.ENTITIES, self._dim)
-        added = pa.concat_tables([_rows(T.ENTITIES, new_entities, self._dim),
-                                  self._recounted(old_entities.select(schema.names).cast(schema), affected)])
-        return (TableChange("entity_id", ent_keys, old_entities, added),
-                TableChange("entity_id", sorted(affected), old_stats, _rows(T.ENTITY_STATS, new_stats, self._dim)))
-
-    def _recounted(self, old: pa.Table, affected) -> pa.Table:
-        """The stored entity rows this change did not touch, their importance computed for their
-        domain's new chunk count (an LLM-scored entity keeps its score); the rows stay Arrow
-        columns (their vectors are never turned into Python lists: at 1M chunks that held
-        ~450 MB for the 33 domains' entities)."""
-        if affected and old.num_rows:
-            old = old.filter(pc.invert(pc.is_in(old.column("entity_id"), value_set=pa.array(sorted(affected)))))
-        if old.num_rows == 0:
-            return old
-        cols = {c: old.column(c).to_pylist() for c in ("domain", "kind", "frequency", "chunk_frequency",
-                                                       "importance")}
-        importance = [imp if kind == "llm" else float(entity_importance(
-            kind, freq, chunks, self._n_chunks_after.get(domain, 0) or 1)) for domain, kind, freq, chunks, imp in
-            zip(cols["domain"], cols["kind"], cols["frequency"], cols["chunk_frequency"], cols["importance"])]
-        at = old.schema.get_field_index("importance")
-        return old.set_column(at, old.schema.field(at), pa.array(importance, old.schema.field(at).type))
-
-    def _recompute_best_scores(self, ids: list[str], affected, stats, arriving_rows) -> None:
-        """Best LLM score of entities whose best mention left: from their remaining mentions."""
-        edges = self._stored.where_in(T.EDGES, "dst", ids, columns=["src", "dst", "kind"],
-                                      also=col("kind").eq(T.HAS_ENTITY))
-        leaving = {r["chunk_id"] for r in self._leaving_rows}
-        chunk_ids = sorted(set(edges.column("src").to_pylist()) - leaving)
-        rows = self._stored.where_in(T.CONTENTS, "chunk_id", chunk_ids, columns=["chunk_id", "domain", "terms"])
-        best: dict[str, float] = defaultdict(float)
-        for r in rows.to_pylist() + arriving_rows:
-            for t in r["terms"] or ():
-                eid = entity_id(r["domain"], t["norm"])
-                if eid in stats and t["kind"] == "llm":
-                    best[eid] = max(best[eid], t["score"])
-        for eid in ids:
-            stats[eid].best_score = best.get(eid, 0.0)
-            stats[eid].best_score_stale = False
-
-    # ------------------------------------------------------------------ directories
-    def _directories(self):
-        """(TableChange of directories, containment edge ids gone, containment edges new)."""
-        domains = self._change.domains
-        node_cols = [c for c in T.schema_for(T.DIRECTORIES, self._dim).names if c != "vector"]
-        of_leaving = self._stored.where_array_has_any(T.DIRECTORIES, "sources", self._change.leaving, node_cols)
-        arriving_nodes = [delta.node_from_row(dict(r, summary="")) for r in self._arriving.nodes.to_pylist()]
-        by_arriving = self._stored.where_in(T.DIRECTORIES, "node_id", {n.node_id for n in arriving_nodes},
-                                            node_cols)
-        folders_old = self._stored.where_in(T.DIRECTORIES, "domain", domains, node_cols,
-                                            also=col("kind").isin(["folder", "domain"]))
+    def run(self) -> _DirectoryChange:
+        t = self._t
+        domains = t.change.domains
+        node_cols = [c for c in T.schema_for(T.DIRECTORIES, t.dim).names if c != "vector"]
+        of_leaving = t.stored.where_array_has_any(T.DIRECTORIES, "sources", t.change.leaving, node_cols)
+        arriving_nodes = [delta.node_from_row(dict(r, summary="")) for r in t.arriving.nodes.to_pylist()]
+        by_arriving = t.stored.where_in(T.DIRECTORIES, "node_id", {n.node_id for n in arriving_nodes},
+                                        node_cols)
+        folders_old = t.stored.where_in(T.DIRECTORIES, "domain", domains, node_cols,
+                                        also=col("kind").isin(["folder", "domain"]))
         old_nodes = {r["node_id"]: delta.node_from_row(r)
                      for r in pa.concat_tables([of_leaving, by_arriving, folders_old]).to_pylist()}
-        one_per_folder = {t.rel_path.rsplit("/", 1)[0]: t for t in self._scan.tasks if t.domain in domains}
-        folders = [n for t in one_per_folder.values() for n in folder_nodes(t)]
-        merge = delta.merge_nodes_after(list(old_nodes.values()), self._change.leaving, arriving_nodes, folders,
+        one_per_folder = {task.rel_path.rsplit("/", 1)[0]: task for task in t.scan.tasks if task.domain in domains}
+        folders = [n for task in one_per_folder.values() for n in folder_nodes(task)]
+        merge = delta.merge_nodes_after(list(old_nodes.values()), t.change.leaving, arriving_nodes, folders,
                                         self._parse_sources)
         merged = {n.node_id: n for n in merge.nodes if n.node_id in merge.touched}
         seeds = (set(merge.touched) - merge.removed) | set(merge.old_parents)
-        seeds |= {r["parent_id"] for r in self._leaving_rows + self._arriving_rows}
+        seeds |= {r["parent_id"] for r in t.leaving_rows + t.arriving_rows}
         nodes, only = self._with_ancestors(seeds, merged, old_nodes, merge.removed)
         # every child of a node summarized again, with its current summary
-        kids = self._stored.where_in(T.DIRECTORIES, "parent_id", only,
-                                     ["node_id", "parent_id", "title", "summary", "acl", "level", "full_path",
-                                      "domain", "collection", "version", "kind", "source", "sources"])
+        kids = t.stored.where_in(T.DIRECTORIES, "parent_id", only,
+                                 ["node_id", "parent_id", "title", "summary", "acl", "level", "full_path",
+                                  "domain", "collection", "version", "kind", "source", "sources"])
         children: dict[str, set[str]] = defaultdict(set)
         for r in kids.to_pylist():
             if r["node_id"] in merge.removed:
@@ -400,20 +315,20 @@ class _RowUpdate:
             children[parent] = {i for i in ids if i in nodes and nodes[i].parent_id == parent}
         own = self._own_chunks(only)
         done = row_delta.resummarize(sorted(only), nodes, {p: sorted(c) for p, c in children.items()}, own,
-                                     self._summarizer(), max_chars=self._config.summary_max_chars + 200)
+                                     self._summarizer(), max_chars=t.config.summary_max_chars + 200)
         rewritten = sorted(done.values(), key=lambda n: n.node_id)
-        self._redo_nodes = rewritten
         gone_keys = sorted(set(merge.touched) | set(only))
-        deleted = self._stored.where_in(T.DIRECTORIES, "node_id", gone_keys)
+        deleted = t.stored.where_in(T.DIRECTORIES, "node_id", gone_keys)
         # containment edges of every node merged again: the old edge goes, the new one comes
         edges_gone = [edge_id(T.CONTAINS, old_nodes[i].parent_id, i) for i in merge.touched
                       if i in old_nodes and old_nodes[i].parent_id]
         edges_new = [edge_row(T.CONTAINS, n.parent_id, n.node_id, n.domain, 1.0) for n in merged.values()
                      if n.parent_id]
-        return TableChange("node_id", gone_keys, deleted, None), edges_gone, edges_new
+        return _DirectoryChange(TableChange("node_id", gone_keys, deleted, None), rewritten, edges_gone, edges_new)
 
     def _with_ancestors(self, seeds, merged, old_nodes, removed):
         """(nodes by id, ids to summarize again): the seeds that exist and all their ancestors."""
+        t = self._t
         nodes = {i: n for i, n in old_nodes.items() if i not in removed}
         nodes.update(merged)
         only: set[str] = set()
@@ -421,8 +336,8 @@ class _RowUpdate:
         while frontier:
             missing = sorted(i for i in frontier if i not in nodes)
             if missing:
-                for r in self._stored.where_in(T.DIRECTORIES, "node_id", missing, [
-                        c for c in T.schema_for(T.DIRECTORIES, self._dim).names if c != "vector"]).to_pylist():
+                for r in t.stored.where_in(T.DIRECTORIES, "node_id", missing, [
+                        c for c in T.schema_for(T.DIRECTORIES, t.dim).names if c != "vector"]).to_pylist():
                     nodes[r["node_id"]] = delta.node_from_row(r)
             nxt = set()
             for i in frontier:
@@ -434,42 +349,45 @@ class _RowUpdate:
         return nodes, only
 
     def _own_chunks(self, only: set[str]) -> dict[str, list[tuple[int, str, tuple[str, ...]]]]:
-        stored = self._stored.where_in(T.CONTENTS, "parent_id", only,
-                                       ["parent_id", "position", "summary", "acl", "source"])
+        t = self._t
+        stored = t.stored.where_in(T.CONTENTS, "parent_id", only,
+                                   ["parent_id", "position", "summary", "acl", "source"])
         own: dict[str, list] = defaultdict(list)
         for r in stored.to_pylist():
-            if r["source"] not in self._change.leaving:
+            if r["source"] not in t.change.leaving:
                 own[r["parent_id"]].append((r["position"], r["summary"], tuple(r["acl"] or ())))
-        for r in self._arriving_rows:
+        for r in t.arriving_rows:
             if r["parent_id"] in only:
                 own[r["parent_id"]].append((r["position"], r["summary"], tuple(r["acl"] or ())))
         return own
 
     def _parse_sources(self, paths: Sequence[str]) -> dict:
         """Directory nodes of unchanged documents that share a node with a changed one."""
-        tasks = {t.rel_path: t for t in self._scan.tasks}
+        t = self._t
+        tasks = {task.rel_path: task for task in t.scan.tasks}
         out = {}
         for rel in paths:
             task = tasks.get(rel)
             if task is None:
                 raise IndexError_(f"{rel!r} is in the index but not in the corpus scan")
             data = read_bytes_limited(FileSystems.open, FileSystems.join(task.corpus_root, *rel.split("/")),
-                                      self._config.limits.max_file_bytes)
-            out[rel] = process_document(task, data, self._config).directories
+                                      t.config.limits.max_file_bytes)
+            out[rel] = process_document(task, data, t.config).directories
         return out
 
     def _summarizer(self):
-        if self._config.llm is None:
+        config = self._t.config
+        if config.llm is None:
             return None
         from vdgr_core.llm.client import LLMClient
 
-        client = LLMClient(self._config.llm)
+        client = LLMClient(config.llm)
 
         def on_fallback(title: str, reason: str) -> None:
             self.llm_fallbacks += 1
             _log.warning("LLM summary failed for directory %r; extractive summary used: %s", title, reason)
 
-        summarize = llm_directory_summarizer(client, max_chars=self._config.summary_max_chars + 200,
+        summarize = llm_directory_summarizer(client, max_chars=config.summary_max_chars + 200,
                                              on_fallback=on_fallback)
 
         def counted(*args):
@@ -481,66 +399,166 @@ class _RowUpdate:
 
         return counted
 
-    # ------------------------------------------------------------------ embedding
-    def embed(self) -> None:
-        """Every new text in one batch through the cache: the arriving chunks (unless the
-        pipeline embedded them) and the directory nodes summarized again."""
-        items = []
-        if "vector" not in self._arriving.contents.schema.names:
-            items = [content_embedding_text(r["path"], r["text"]) for r in self._arriving_rows]
-        n_contents = len(items)
-        items += [directory_embedding_text(n) for n in self._redo_nodes]
-        from transforms.embed import process_embedder
 
-        batch = embed_with_cache(lambda: process_embedder(self._config.embedding), self._dim,
-                                 EmbeddingCache(self._config.index),
-                                 [(embedding_key(self._model_id, t), t) for t in items])
-        self.embeddings_computed = sum(batch.computed)
-        self.embeddings_from_cache = len(items) - self.embeddings_computed
-        self.new_vectors = pa.Table.from_pylist(
-            [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
-            schema=T.embedding_cache_schema(self._dim))
-        contents = self._arriving.contents
-        if n_contents or "vector" not in contents.schema.names:
-            flat = pa.array(batch.vectors[:n_contents].reshape(-1), pa.float32())
-            contents = contents.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, self._dim))
-        self._arriving_contents = contents
-        self._directory_rows = _rows(T.DIRECTORIES, [directory_row(n, v) for n, v in
-                                                     zip(self._redo_nodes, batch.vectors[n_contents:])], self._dim)
+@dataclass
+class _Embedded:
+    """The embedding step's result: the arriving contents with vectors, the rewritten
+    directory rows, the vectors computed (for the cache) and the counts."""
 
-    # ------------------------------------------------------------------ commit
-    def commit(self, changes: dict[str, TableChange]) -> tuple[Manifest, UpdateWrites]:
-        m = self._reader.manifest
-        db = connect(self._config.index)
-        plan = CommitPlan()
-        writes = UpdateWrites()
-        for name in T.TABLES:
-            c = changes[name]
-            plan.writes[name], writes.deleted[name], writes.added[name] = _apply(
-                db, name, m.table_versions[name], c.key, c.keys, c.added)
-            old = {d: dg.from_hex(t[name]) for d, t in m.domain_digests.items() if name in t}
-            plan.digests[name] = dg.add(dg.add(old, dg.domain_digests(c.deleted), -1), dg.domain_digests(c.added))
-        plan.subshards = self._subshards()
-        plan.shards = self._shards(plan.subshards)
-        failpoint("commit.shards_published")
-        build_indexes(db, plan, self._config.store, self._dim, m.vector_indexes)
-        plan.layouts = self._layouts(db, changes)
-        append_to_cache(self._config.index, pa.concat_tables([self._arriving.new_vectors, self.new_vectors]),
-                        self._dim)
-        manifest = write_plan_manifest(self._config.index, plan, embedding_model=self._model_id, dim=self._dim,
-                                       domains=self._domain_infos(db), config=self._config.settings(),
-                                       parent_build_id=m.build_id)
-        return manifest, writes
+    contents: pa.Table
+    directories: pa.Table
+    new_vectors: pa.Table
+    computed: int
+    from_cache: int
 
-    def _subshards(self) -> dict[str, int]:
-        docs = Counter(t.domain for t in self._scan.tasks)
-        return {d: subshard_count(n, self._config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
 
-    def _shards(self, subshards: dict[str, int]) -> list[ShardInfo]:
-        """Each changed domain's BM25 sub-shards patched (or rebuilt), and the shards of every
-        domain of an older shard schema rebuilt in the current one; the others kept."""
-        m = self._reader.manifest
-        redo = set(self._change.domains) | set(stale_shards(self._reader))
+def _embed(t: _Touched, redo_nodes: list) -> _Embedded:
+    """Every new text in one batch through the cache: the arriving chunks (unless the pipeline
+    embedded them) and the directory nodes summarized again."""
+    items = []
+    if "vector" not in t.arriving.contents.schema.names:
+        items = [content_embedding_text(r["path"], r["text"]) for r in t.arriving_rows]
+    n_contents = len(items)
+    items += [directory_embedding_text(n) for n in redo_nodes]
+    from transforms.embed import process_embedder
+
+    batch = embed_with_cache(lambda: process_embedder(t.config.embedding), t.dim,
+                             EmbeddingCache(t.config.index),
+                             [(embedding_key(t.model_id, text), text) for text in items])
+    computed = sum(batch.computed)
+    new_vectors = pa.Table.from_pylist(
+        [{"key": k, "vector": v} for k, v, c in zip(batch.keys, batch.vectors, batch.computed) if c],
+        schema=T.embedding_cache_schema(t.dim))
+    contents = t.arriving.contents
+    if n_contents or "vector" not in contents.schema.names:
+        flat = pa.array(batch.vectors[:n_contents].reshape(-1), pa.float32())
+        contents = contents.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, t.dim))
+    directories = _rows(T.DIRECTORIES, [directory_row(n, v) for n, v in
+                                        zip(redo_nodes, batch.vectors[n_contents:])], t.dim)
+    return _Embedded(contents, directories, new_vectors, computed, len(items) - computed)
+
+
+def _content_change(t: _Touched, arriving_contents: pa.Table) -> TableChange:
+    """Contents: the leaving documents' chunks go, the arriving ones (with vectors) come."""
+    schema = T.schema_for(T.CONTENTS, t.dim)
+    return TableChange("source", sorted(t.change.leaving), t.leaving,
+                       arriving_contents.select(schema.names).cast(schema))
+
+
+def _edge_change(t: _Touched, dir_gone: list[str], dir_new: list[dict]) -> TableChange:
+    """Edges: the leaving chunks' ``has_entity`` edges go and the arriving ones' come; each
+    co-occurrence pair they hold gets its weight minus the leaving and plus the arriving
+    sentence counts; the directories step's containment edges go and come."""
+    leaving_pairs = row_delta.pair_weights(t.leaving_rows)
+    arriving_pairs = row_delta.pair_weights(t.arriving_rows)
+    pair_ids = {row_delta.pair_edge_id(k) for k in set(leaving_pairs) | set(arriving_pairs)}
+    gone_ids = ({e["edge_id"] for e in row_delta.content_edges(t.leaving_rows)} | pair_ids | set(dir_gone))
+    deleted = t.stored.where_in(T.EDGES, "edge_id", gone_ids)
+    old_weights = {(r["domain"], r["src"], r["dst"]): r["weight"]
+                   for r in deleted.to_pylist() if r["kind"] == T.COOCCURS}
+    added = (row_delta.content_edges(t.arriving_rows)
+             + row_delta.pair_edges_after(old_weights, leaving_pairs, arriving_pairs) + dir_new)
+    return TableChange("edge_id", sorted(gone_ids), deleted, _rows(T.EDGES, added, t.dim))
+
+
+class _EntityDelta:
+    """Entities and entity statistics: the mentions of the leaving chunks subtracted and the
+    arriving ones' added (``entity_stats``); when a domain's chunk count changes, every entity
+    row of that domain gets its new importance."""
+
+    def __init__(self, t: _Touched):
+        self._t = t
+
+    def run(self, arriving_contents: pa.Table) -> tuple[TableChange, TableChange]:
+        t = self._t
+        arriving_rows = _row_dicts(arriving_contents)
+        minus = row_delta.entity_partials(t.leaving_rows)
+        plus = row_delta.entity_partials(arriving_rows)
+        affected = {entity_id(d, n): (d, n) for d, n in set(minus) | set(plus)}
+        old_stats = t.stored.where_in(T.ENTITY_STATS, "entity_id", affected)
+        stats: dict[str, EntityStats] = {r["entity_id"]: stats_from_row(r) for r in old_stats.to_pylist()}
+        for key, s in minus.items():
+            stats.setdefault(entity_id(*key), EntityStats()).subtract(s)
+        for key, s in plus.items():
+            stats.setdefault(entity_id(*key), EntityStats()).merge(s)
+        stale = [i for i, s in stats.items() if s.best_score_stale and not s.empty]
+        if stale:
+            self._recompute_best_scores(stale, stats, arriving_rows)
+        recount = sorted(d for d in t.change.domains
+                         if t.n_chunks_after.get(d, 0) != t.n_chunks.get(d, 0))
+        old_entities = t.stored.where_in(T.ENTITIES, "entity_id", affected)
+        if recount:
+            others = t.stored.where_in(T.ENTITIES, "domain", recount)
+            others = others.filter(pc.invert(pc.is_in(others.column("entity_id"),
+                                                      value_set=pa.array(sorted(affected), pa.string()))))
+            old_entities = pa.concat_tables([old_entities, others])
+        new_entities, new_stats = [], []
+        for eid, (domain, norm) in sorted(affected.items()):
+            s = stats[eid]
+            if s.empty:
+                continue
+            new_entities.append(entity_row(domain, norm, s, t.n_chunks_after.get(domain, 0) or 1, t.dim))
+            new_stats.append(stats_row(domain, norm, s, t.dim))
+        ent_keys = sorted(set(affected) | set(old_entities.column("entity_id").to_pylist()))
+        schema = T.schema_for(T.ENTITIES, t.dim)
+        added = pa.concat_tables([_rows(T.ENTITIES, new_entities, t.dim),
+                                  self._recounted(old_entities.select(schema.names).cast(schema), affected)])
+        return (TableChange("entity_id", ent_keys, old_entities, added),
+                TableChange("entity_id", sorted(affected), old_stats, _rows(T.ENTITY_STATS, new_stats, t.dim)))
+
+    def _recounted(self, old: pa.Table, affected) -> pa.Table:
+        """The stored entity rows this change did not touch, their importance computed for their
+        domain's new chunk count (an LLM-scored entity keeps its score); the rows stay Arrow
+        columns (their vectors are never turned into Python lists: at 1M chunks that held
+        ~450 MB for the 33 domains' entities)."""
+        if affected and old.num_rows:
+            old = old.filter(pc.invert(pc.is_in(old.column("entity_id"), value_set=pa.array(sorted(affected)))))
+        if old.num_rows == 0:
+            return old
+        n_after = self._t.n_chunks_after
+        cols = {c: old.column(c).to_pylist() for c in ("domain", "kind", "frequency", "chunk_frequency",
+                                                       "importance")}
+        importance = [imp if kind == "llm" else float(entity_importance(
+            kind, freq, chunks, n_after.get(domain, 0) or 1)) for domain, kind, freq, chunks, imp in
+            zip(cols["domain"], cols["kind"], cols["frequency"], cols["chunk_frequency"], cols["importance"])]
+        at = old.schema.get_field_index("importance")
+        return old.set_column(at, old.schema.field(at), pa.array(importance, old.schema.field(at).type))
+
+    def _recompute_best_scores(self, ids: list[str], stats, arriving_rows) -> None:
+        """Best LLM score of entities whose best mention left: from their remaining mentions."""
+        t = self._t
+        edges = t.stored.where_in(T.EDGES, "dst", ids, columns=["src", "dst", "kind"],
+                                  also=col("kind").eq(T.HAS_ENTITY))
+        leaving = {r["chunk_id"] for r in t.leaving_rows}
+        chunk_ids = sorted(set(edges.column("src").to_pylist()) - leaving)
+        rows = t.stored.where_in(T.CONTENTS, "chunk_id", chunk_ids, columns=["chunk_id", "domain", "terms"])
+        best: dict[str, float] = defaultdict(float)
+        for r in rows.to_pylist() + arriving_rows:
+            for term in r["terms"] or ():
+                eid = entity_id(r["domain"], term["norm"])
+                if eid in stats and term["kind"] == "llm":
+                    best[eid] = max(best[eid], term["score"])
+        for eid in ids:
+            stats[eid].best_score = best.get(eid, 0.0)
+            stats[eid].best_score_stale = False
+
+
+class _ShardDelta:
+    """BM25 sub-shards: each changed domain's sub-shards patched (or rebuilt), and the shards
+    of every domain of an older shard schema rebuilt in the current one; the others kept."""
+
+    def __init__(self, t: _Touched):
+        self._t = t
+
+    def subshards(self) -> dict[str, int]:
+        t = self._t
+        docs = Counter(task.domain for task in t.scan.tasks)
+        return {d: subshard_count(n, t.config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
+
+    def shards(self, subshards: dict[str, int]) -> list[ShardInfo]:
+        t = self._t
+        m = t.reader.manifest
+        redo = set(t.change.domains) | set(stale_shards(t.reader))
         out = [s for d, shards in m.tantivy_shards.items() if d not in redo for s in shards]
         fields = [*SHARD_COLUMNS, "source"]
         for d in sorted(redo):
@@ -553,70 +571,144 @@ class _RowUpdate:
                 by_sub = defaultdict(list)
                 for r in rows:
                     by_sub[subshard_of(r["source"], n, r["acl"])].append(r)
-                out += [build_shard(self._config.index, d, rs, sub) for sub, rs in sorted(by_sub.items())]
+                out += [build_shard(t.config.index, d, rs, sub) for sub, rs in sorted(by_sub.items())]
                 continue
             leaving = defaultdict(list)
-            for r in self._leaving_rows:
+            for r in t.leaving_rows:
                 if r["domain"] == d:
                     leaving[subshard_of(r["source"], n, r["acl"])].append(r)
             arriving = defaultdict(list)
-            for r in self._arriving_rows:
+            for r in t.arriving_rows:
                 if r["domain"] == d:
                     arriving[subshard_of(r["source"], n, r["acl"])].append(r)
             for sub in sorted(set(old) | set(leaving) | set(arriving)):
                 if sub not in leaving and sub not in arriving:
                     out.append(old[sub])
                 elif sub in old:
-                    info = update_shard(self._config.index, old[sub], leaving.get(sub, []), arriving.get(sub, []))
+                    info = update_shard(t.config.index, old[sub], leaving.get(sub, []), arriving.get(sub, []))
                     if info is not None:
                         out.append(info)
                 elif arriving.get(sub):
-                    out.append(build_shard(self._config.index, d, arriving[sub], sub))
+                    out.append(build_shard(t.config.index, d, arriving[sub], sub))
         return out
 
     def _stored_domain_rows(self, domain: str, fields: list[str]) -> list[dict]:
-        rows = self._stored.where_in(T.CONTENTS, "domain", [domain], fields).to_pylist()
-        return [r for r in rows if r["source"] not in self._change.leaving] + [
-            r for r in self._arriving_rows if r["domain"] == domain]
+        t = self._t
+        rows = t.stored.where_in(T.CONTENTS, "domain", [domain], fields).to_pylist()
+        return [r for r in rows if r["source"] not in t.change.leaving] + [
+            r for r in t.arriving_rows if r["domain"] == domain]
 
-    def _layouts(self, db, changes: dict[str, TableChange]) -> dict:
-        """The query layouts: each changed domain's previous layout with this update's rows
-        removed and added (a domain without one, or whose layout is of an older format, is read
-        from the committed tables); the others kept."""
-        m = self._reader.manifest
-        folders = {d: self._reader.layout_folder(d) for d in m.layouts}
-        # a layout missing or of an older format (without vectors, say) is read from the tables
-        stale = set(stale_layouts(self._reader))
-        redo = set(self._change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
-        out = {d: ref for d, ref in m.layouts.items() if d not in redo}
-        latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
-        previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale},
-                                self._reader.block_file)
-        deltas = {d: _domain_delta(changes, d) for d in previous}
-        out.update(write_layouts(latest, self._config.index, sorted(redo), layout_options(self._config.store),
-                                 previous=previous, deltas=deltas))
+
+def _layouts(t: _Touched, db, changes: dict[str, TableChange]) -> dict:
+    """The query layouts: each changed domain's previous layout with this update's rows removed
+    and added (a domain without one, or whose layout is of an older format, is read from the
+    committed tables); the others kept."""
+    m = t.reader.manifest
+    folders = {d: t.reader.layout_folder(d) for d in m.layouts}
+    # a layout missing or of an older format (without vectors, say) is read from the tables
+    stale = set(stale_layouts(t.reader))
+    redo = set(t.change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
+    out = {d: ref for d, ref in m.layouts.items() if d not in redo}
+    latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
+    previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale},
+                            t.reader.block_file)
+    deltas = {d: _domain_delta(changes, d) for d in previous}
+    out.update(write_layouts(latest, t.config.index, sorted(redo), layout_options(t.config.store),
+                             previous=previous, deltas=deltas))
+    return out
+
+
+def _domain_infos(t: _Touched, db) -> list[DomainInfo]:
+    """What the manifest says of each domain: the unchanged ones kept, the changed ones read
+    from their committed ``documents`` rows."""
+    m = t.reader.manifest
+    changed = set(t.change.domains)
+    keep = [d for d in m.domains if d.name not in changed]
+    docs = (db.open_table(T.DOCUMENTS).search().where(col("domain").isin(sorted(changed)))
+            .select(["domain", "version", "collection", "status"]).to_arrow().to_pylist())
+    versions, collections, n_docs = defaultdict(set), defaultdict(set), Counter()
+    for r in docs:
+        if r["status"] != "indexed":
+            continue
+        n_docs[r["domain"]] += 1
+        if r["version"]:
+            versions[r["domain"]].add(r["version"])
+        if r["collection"]:
+            collections[r["domain"]].add(r["collection"])
+    desc = descriptions(t.scan)
+    present = ({task.domain for task in t.scan.tasks} | set(n_docs)) & changed
+    new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
+                      n_docs[d], t.n_chunks_after.get(d, 0)) for d in sorted(present)]
+    return keep + new
+
+
+class _RowUpdate:
+    """The driver's half of an update: one delta step per table family, then their commit.
+
+    ``table_changes`` runs the steps in the order their inputs need: directories (nodes merged
+    and summarized again), one embedding batch (arriving chunks and those directories),
+    contents, the path-keyed tables, entities (from the arriving chunks' vectors), edges (with
+    the directories' containment edges). ``commit`` applies each change to its table, patches
+    the BM25 shards and the layouts, and writes the manifest last.
+    """
+
+    def __init__(self, config: BuildConfig, reader: IndexReader, change: _Change, scan: CorpusScan,
+                 arriving: ArrivingRows, model_id: str, dim: int):
+        self._t = _Touched(config, reader, change, scan, arriving, model_id, dim)
+        self._directories = _DirectoryDelta(self._t)
+        self.embeddings_computed = self.embeddings_from_cache = 0
+        self.new_vectors = T.embedding_cache_schema(dim).empty_table()
+
+    @property
+    def llm_calls(self) -> int:
+        return self._directories.llm_calls
+
+    @property
+    def llm_fallbacks(self) -> int:
+        return self._directories.llm_fallbacks
+
+    def table_changes(self) -> dict[str, TableChange]:
+        t = self._t
+        directories = self._directories.run()
+        embedded = _embed(t, directories.redo_nodes)     # arriving chunks and directory summaries: one batch
+        self.embeddings_computed, self.embeddings_from_cache = embedded.computed, embedded.from_cache
+        self.new_vectors = embedded.new_vectors
+        directories.table.added = embedded.directories
+        contents = _content_change(t, embedded.contents)
+        out = {
+            T.CONTENTS: contents,
+            T.DOCUMENTS: _document_rows(t, T.DOCUMENTS, t.arriving.documents),
+            T.DEAD_LETTERS: _document_rows(t, T.DEAD_LETTERS, t.arriving.dead_letters),
+            T.SECRET_FINDINGS: _document_rows(t, T.SECRET_FINDINGS, t.arriving.secret_findings),
+            T.DIRECTORIES: directories.table,
+        }
+        out[T.ENTITIES], out[T.ENTITY_STATS] = _EntityDelta(t).run(contents.added)
+        out[T.EDGES] = _edge_change(t, directories.edges_gone, directories.edges_new)
         return out
 
-    def _domain_infos(self, db) -> list[DomainInfo]:
-        m = self._reader.manifest
-        changed = set(self._change.domains)
-        keep = [d for d in m.domains if d.name not in changed]
-        docs = (db.open_table(T.DOCUMENTS).search().where(col("domain").isin(sorted(changed)))
-                .select(["domain", "version", "collection", "status"]).to_arrow().to_pylist())
-        versions, collections, n_docs = defaultdict(set), defaultdict(set), Counter()
-        for r in docs:
-            if r["status"] != "indexed":
-                continue
-            n_docs[r["domain"]] += 1
-            if r["version"]:
-                versions[r["domain"]].add(r["version"])
-            if r["collection"]:
-                collections[r["domain"]].add(r["collection"])
-        desc = descriptions(self._scan)
-        present = ({t.domain for t in self._scan.tasks} | set(n_docs)) & changed
-        new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
-                          n_docs[d], self._n_chunks_after.get(d, 0)) for d in sorted(present)]
-        return keep + new
+    def commit(self, changes: dict[str, TableChange]) -> tuple[Manifest, UpdateWrites]:
+        t = self._t
+        m = t.reader.manifest
+        db = connect(t.config.index)
+        plan = CommitPlan()
+        writes = UpdateWrites()
+        for name in T.TABLES:
+            c = changes[name]
+            plan.writes[name], writes.deleted[name], writes.added[name] = _apply(
+                db, name, m.table_versions[name], c.key, c.keys, c.added)
+            old = {d: dg.from_hex(tab[name]) for d, tab in m.domain_digests.items() if name in tab}
+            plan.digests[name] = dg.add(dg.add(old, dg.domain_digests(c.deleted), -1), dg.domain_digests(c.added))
+        shards = _ShardDelta(t)
+        plan.subshards = shards.subshards()
+        plan.shards = shards.shards(plan.subshards)
+        failpoint("commit.shards_published")
+        build_indexes(db, plan, t.config.store, t.dim, m.vector_indexes)
+        plan.layouts = _layouts(t, db, changes)
+        append_to_cache(t.config.index, pa.concat_tables([t.arriving.new_vectors, self.new_vectors]), t.dim)
+        manifest = write_plan_manifest(t.config.index, plan, embedding_model=t.model_id, dim=t.dim,
+                                       domains=_domain_infos(t, db), config=t.config.settings(),
+                                       parent_build_id=m.build_id)
+        return manifest, writes
 
 
 def stale_shards(reader: IndexReader) -> list[str]:
