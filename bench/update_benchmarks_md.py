@@ -7,6 +7,10 @@ date and machine (``uname -a``, CPU count) recorded by ``bench.run_eval``.
 
 ``python -m bench.update_benchmarks_md [--out bench/out] [--file BENCHMARKS.md] [names...]``
 
+A block lives in BENCHMARKS.md or, for research prototypes, in docs/RESEARCH.md
+(``DOC_FILES``): it is merged into whichever of them holds it (``block_file``), and a block
+neither holds yet is appended to BENCHMARKS.md (``--file``).
+
 The reports of ``python -m bench.bench_query`` (``latency.json``), ``bench.bench_serve``
 (``serve.json``), ``bench.bench_compress`` (``compress.json``) and ``bench.bench_llm``
 (``llm.json``) are merged the same way, each rendered by its own module's ``render``.
@@ -29,6 +33,32 @@ Produced by `python -m bench.run_eval <dataset>` and merged by
 distinct sections (passages, documents) among the evidence; latency is the query's own
 wall time (`trace.timings_ms.total`). See bench/README.md for the data and the metrics.
 """
+
+
+BENCHMARKS = REPO / "BENCHMARKS.md"
+RESEARCH = REPO / "docs" / "RESEARCH.md"
+DOC_FILES = (BENCHMARKS, RESEARCH)      # where blocks live; a new block goes to the first
+
+
+def holds_block(text: str, name: str) -> bool:
+    return f"<!-- bench:{name}:begin -->" in text
+
+
+def block_file(name: str, files=None) -> Path:
+    """The file among ``files`` (default ``DOC_FILES``) that holds block ``name``; the first
+    when none does."""
+    files = files or DOC_FILES
+    for f in files:
+        if f.exists() and holds_block(f.read_text(encoding="utf-8"), name):
+            return f
+    return files[0]
+
+
+def write_block(name: str, text: str, files=None) -> Path:
+    """Merge ``text`` as block ``name`` into the file of ``files`` that holds it; return it."""
+    md = block_file(name, files)
+    md.write_text(merge_block(md.read_text(encoding="utf-8"), name, text), encoding="utf-8")
+    return md
 
 
 RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve", "confidence": "bench.bench_confidence",
@@ -64,17 +94,20 @@ def stamp(command: str) -> dict:
 
 def publish(report: dict, out: Path, block: str, text: str, markdown: bool = True) -> None:
     """Write ``report`` to ``out`` as JSON, print its rendering ``text``, and (``markdown``)
-    merge ``text`` into BENCHMARKS.md as the block ``block``."""
+    merge ``text`` as the block ``block`` into the file that holds it (``block_file``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(text)
     if markdown:
-        md = REPO / "BENCHMARKS.md"
-        md.write_text(merge_block(md.read_text(encoding="utf-8"), block, text), encoding="utf-8")
+        write_block(block, text)
 
 
-def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list[str]:
-    """Merge the JSON reports of ``names`` (default: all in ``out_dir``); return the names."""
+def update(md_file: Path, out_dir: Path, names: list[str] | None = None, others=None) -> list[str]:
+    """Merge the JSON reports of ``names`` (default: all in ``out_dir``); return the names.
+
+    A block that one of ``others`` (default: docs/RESEARCH.md) holds and ``md_file`` does not
+    is merged there."""
+    others = (RESEARCH,) if others is None else others
     reports = sorted(out_dir.glob("*.json"))
     if names:
         reports = [p for p in reports if p.stem in names]
@@ -89,8 +122,14 @@ def update(md_file: Path, out_dir: Path, names: list[str] | None = None) -> list
             body = importlib.import_module(RENDERERS[report["kind"]]).render(report)
         else:
             body = render(report)
-        text = merge_block(text, report["dataset"], body)
-        done.append(report["dataset"])
+        name = report["dataset"]
+        elsewhere = None if holds_block(text, name) else next(
+            (f for f in others if f.exists() and holds_block(f.read_text(encoding="utf-8"), name)), None)
+        if elsewhere is not None:
+            write_block(name, body, (elsewhere,))
+        else:
+            text = merge_block(text, name, body)
+        done.append(name)
     md_file.write_text(text, encoding="utf-8")
     return done
 
