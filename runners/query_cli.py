@@ -57,7 +57,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deny-list", help="file of blocked words or phrases, one per line (query screen)")
 
 
-def _config(args, manifest) -> QueryConfig:
+def query_config(args, manifest) -> QueryConfig:
+    """The :class:`QueryConfig` the parsed ``add_model_options`` flags ask for, on the
+    embedding the index ``manifest`` records (flags name ``QueryConfig`` fields)."""
     emb = EmbeddingConfig.for_index(manifest.embedding_model, manifest.dim, kind=args.embedding,
                                     dim=args.embedding_dim, model_path=args.embedding_model_path)
     llm = None
@@ -95,6 +97,9 @@ def _config(args, manifest) -> QueryConfig:
                        routing=not args.no_routing, **extra)
 
 
+_config = query_config        # the name ``vdgr serve`` imported before it was public
+
+
 def run(args) -> int:
     """Run the ``query`` subcommand; return the exit status (0 ok, 2 usage or index error)."""
     from vdgr_core.query.knowledge_base import KnowledgeBase
@@ -105,7 +110,7 @@ def run(args) -> int:
     try:
         if bool(args.question) == bool(args.questions):
             raise VdgrError("give either a question or --questions FILE")
-        kb = KnowledgeBase.open(args.index, _config(args, read_manifest(args.index)))
+        kb = KnowledgeBase.open(args.index, query_config(args, read_manifest(args.index)))
         groups = [g.strip() for g in (args.groups or "").split(",") if g.strip()]
         if args.questions:
             with open(args.questions, "rb") as f:

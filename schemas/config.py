@@ -5,6 +5,8 @@ reads a dict by string keys.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -245,6 +247,193 @@ class RerankerConfig(_Frozen):
         return self
 
 
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(what)
+
+
+@dataclass(frozen=True)
+class RetrieveSettings:
+    """What the retrieve stage runs: evidence items wanted, routes, their composition.
+
+    Attributes
+    ----------
+    k : int
+        Evidence items (sections) a query returns.
+    routes : tuple of str
+        Route names, as registered in :mod:`vdgr_core.query.routes`.
+    composition : {"parallel", "sequential"}
+        All routes fused, or route 1 first and the others while the evidence falls short.
+    """
+
+    k: int = 10
+    routes: tuple[str, ...] = ("hybrid", "graph")
+    composition: str = "parallel"
+
+    def __post_init__(self):
+        _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
+        _check(len(self.routes) > 0, "routes must name at least one route")
+        _check(self.composition in ("parallel", "sequential"), f"unknown composition {self.composition!r}")
+
+
+@dataclass(frozen=True)
+class RoutingSettings:
+    """The router's slice: on/off, the confidence share kept, at most how many domains."""
+
+    enabled: bool = True
+    threshold: float = 0.5
+    max_domains: int = 3
+
+    def __post_init__(self):
+        _check(0 <= self.threshold <= 1, f"routing threshold must be in [0, 1], got {self.threshold}")
+        _check(self.max_domains >= 1, f"max_domains must be >= 1, got {self.max_domains}")
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """How section lists are fused: route 1's halves, the routes' lists, the re-ranked head.
+
+    ``route_weights`` is a tuple of ``(route, weight)`` pairs (frozen); :meth:`weights` gives
+    the mapping :func:`vdgr_core.query.fusion.fuse` takes.
+    """
+
+    rrf_k: int = 60
+    hybrid_fusion: str = "zscore"
+    route_fusion: str = "rrf"
+    route_weights: tuple[tuple[str, float], ...] = (("bm25", 1.0), ("dense", 1.0), ("hybrid", 1.0),
+                                                    ("toc", 0.5), ("graph", 0.1))
+    rerank_top_n: int = 30
+
+    def __post_init__(self):
+        _check(self.rrf_k >= 1, f"rrf_k must be >= 1, got {self.rrf_k}")
+        for m in (self.hybrid_fusion, self.route_fusion):
+            _check(m in ("rrf", "convex", "zscore"), f"unknown fusion method {m!r}")
+        _check(self.rerank_top_n >= 1, f"rerank top_n must be >= 1, got {self.rerank_top_n}")
+
+    def weights(self) -> dict[str, float]:
+        """The per-route weights as a dict."""
+        return dict(self.route_weights)
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """The graph route's slice (personalised PageRank second hop)."""
+
+    n: int = 5                     # passage seeds
+    beta: float = 0.05             # restart mass of the question's entities
+    keep_head: bool = True         # route 1's best section stays first
+    synonym_min: float = 0.95      # synonym edges from this cosine (above 1: none)
+
+    def __post_init__(self):
+        _check(self.n >= 1, f"graph_n must be >= 1, got {self.n}")
+        _check(0 <= self.beta <= 1, f"graph_beta must be in [0, 1], got {self.beta}")
+        _check(0 <= self.synonym_min <= 1.01, f"graph_synonym_min must be in [0, 1.01], got {self.synonym_min}")
+
+
+@dataclass(frozen=True)
+class AnnSettings:
+    """Dense search: exact layout scans up to ``exact_max_rows``, else the vector index."""
+
+    nprobes: int = 64
+    refine_factor: int = 16
+    ef: Optional[int] = None
+    exact_max_rows: int = 200_000
+
+    def __post_init__(self):
+        _check(self.nprobes >= 1 and self.refine_factor >= 1, "ann_nprobes and ann_refine_factor must be >= 1")
+        _check(self.ef is None or self.ef >= 1, f"ann_ef must be >= 1, got {self.ef}")
+        _check(self.exact_max_rows >= 0, f"exact_max_rows must be >= 0, got {self.exact_max_rows}")
+
+
+@dataclass(frozen=True)
+class TocSettings:
+    """The TOC route's slice: coarse label matches, fine picks, sections kept."""
+
+    coarse_l: int = 50
+    fine: int = 5
+    max_contents: int = 40
+
+    def __post_init__(self):
+        _check(min(self.coarse_l, self.fine, self.max_contents) >= 1, "toc settings must be >= 1")
+
+
+@dataclass(frozen=True)
+class ExpandSettings:
+    """The expand stage's slice: backtracking, reflection rounds, the bridge follow-up."""
+
+    backtrack: bool = False
+    backtrack_depth: int = 3
+    reflection: bool = False
+    reflection_rounds: int = 3
+    reflection_bridge: bool = False
+
+    def __post_init__(self):
+        _check(0 <= self.backtrack_depth <= 10, f"backtrack_depth must be in [0, 10], got {self.backtrack_depth}")
+        _check(0 <= self.reflection_rounds <= 10,
+               f"reflection_rounds must be in [0, 10], got {self.reflection_rounds}")
+
+    @property
+    def rounds(self) -> int:
+        """Reflection rounds to run (0 when reflection is off)."""
+        return self.reflection_rounds if self.reflection else 0
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """The answer stage's slice: corrective answers, the LLM's evidence budget, the one screen.
+
+    Attributes
+    ----------
+    min_confidence : float
+        Below this retrieval confidence the answer asks for clarification (0: never).
+    context_budget_tokens : int
+        Evidence tokens handed to an LLM after extractive compression (0: no compression).
+    screen : bool
+        Run the answer screen (credentials, personal data, unsupported sentences).
+    min_support : float
+        Share of a sentence's content words that must occur in the evidence.
+    phone_regions : tuple of str
+        Regions whose national phone formats the screen recognises.
+    """
+
+    min_confidence: float = 0.4
+    context_budget_tokens: int = 600
+    screen: bool = True
+    min_support: float = 0.5
+    phone_regions: tuple[str, ...] = ("US", "GB", "DE", "FR", "RU")
+
+    def __post_init__(self):
+        _check(0 <= self.min_confidence <= 1, f"min_confidence must be in [0, 1], got {self.min_confidence}")
+        _check(self.context_budget_tokens >= 0, "context_budget_tokens must be >= 0")
+        _check(0 <= self.min_support <= 1, f"min_support must be in [0, 1], got {self.min_support}")
+
+
+@dataclass(frozen=True)
+class QuerySlices:
+    """The configuration slice of each query component (:attr:`QueryConfig.slices`)."""
+
+    retrieve: RetrieveSettings
+    routing: RoutingSettings
+    fusion: FusionSettings
+    graph: GraphSettings
+    ann: AnnSettings
+    toc: TocSettings
+    expand: ExpandSettings
+    answer: AnswerSettings
+
+
+def slice_of(config, kind: type):
+    """``config``'s slice of type ``kind``: ``config`` itself when it is one already, else
+    the slice of a :class:`QueryConfig` (components accept either)."""
+    if isinstance(config, kind):
+        return config
+    for f in dataclasses.fields(QuerySlices):
+        got = getattr(config.slices, f.name)
+        if isinstance(got, kind):
+            return got
+    raise TypeError(f"no {kind.__name__} slice in {type(config).__name__}")
+
+
 class QueryConfig(_Frozen):
     """Query-side settings.
 
@@ -259,6 +448,10 @@ class QueryConfig(_Frozen):
     (vdgr_core/query/pipeline.py). Offline
     reflection, the TOC route, backtracking and the bridge-entity follow-up are off: each
     loses on at least one development half. Each stays one setting away.
+
+    The fields are flat (the JSON and the CLI flags name them so); each component takes its
+    own typed slice of them (:attr:`slices`: routing, fusion, graph, ANN, TOC, expand,
+    answer), never the whole configuration.
     """
 
     k: int = Field(default=10, ge=1, le=200)
@@ -276,7 +469,6 @@ class QueryConfig(_Frozen):
     toc_fine: int = Field(default=5, ge=1)
     toc_max_contents: int = Field(default=40, ge=1)
     graph_n: int = Field(default=5, ge=1)
-    graph_m: int = Field(default=200, ge=1)
     graph_beta: float = Field(default=0.05, ge=0, le=1)
     # the walk brings sections up behind route 1's best section and leaves that one first
     # (vdgr_core.query.fusion.with_first_hop); False lets the walk's mass reorder the head too
@@ -315,6 +507,34 @@ class QueryConfig(_Frozen):
     min_confidence: float = Field(default=0.4, ge=0, le=1)
     # evidence tokens handed to an LLM answer after extractive compression (0 = no compression)
     context_budget_tokens: int = Field(default=600, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data):
+        """Settings written before a field was retired still load: ``graph_m`` (the walk's
+        node bound, read by nothing since the walk is bounded by ``graph_route.MAX_NODES``)."""
+        if isinstance(data, dict) and "graph_m" in data:
+            data = {k: v for k, v in data.items() if k != "graph_m"}
+        return data
+
+    @property
+    def slices(self) -> QuerySlices:
+        """Each component's typed, frozen slice of these settings (computed on access, so a
+        ``model_copy(update=...)`` is reflected)."""
+        g = self.guardrails
+        return QuerySlices(
+            retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition),
+            routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
+            fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
+                                  tuple(self.route_weights.items()), self.reranker.top_n),
+            graph=GraphSettings(self.graph_n, self.graph_beta, self.graph_keep_head, self.graph_synonym_min),
+            ann=AnnSettings(self.ann_nprobes, self.ann_refine_factor, self.ann_ef, self.exact_max_rows),
+            toc=TocSettings(self.toc_coarse_l, self.toc_fine, self.toc_max_contents),
+            expand=ExpandSettings(self.backtrack, self.backtrack_depth, self.reflection, self.reflection_rounds,
+                                  self.reflection_bridge),
+            answer=AnswerSettings(self.min_confidence, self.context_budget_tokens, g.screen_answers,
+                                  g.min_support, tuple(g.phone_regions)),
+        )
 
 
 class GuardrailConfig(_Frozen):
