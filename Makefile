@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-llm install bench fuzz clean
+.PHONY: demo test test-llm install bench bench-scale fuzz clean
 
 # root in CI; elsewhere apt-get needs sudo
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -50,7 +50,11 @@ $(LLM_STAMP): $(STAMP)
 test-llm: $(LLM_STAMP)
 	$(BIN)/python -m bench.bench_llm
 
-# Every benchmark, then BENCHMARKS.md (about 15 minutes on 2 cores; needs ../shared/bench).
+# The figures of BENCHMARKS.md's headline and the blocks marked "make bench" there: quality per
+# set (ablation, run_eval), latency, the service, compression, build, update, embedding; then
+# BENCHMARKS.md. Needs ../shared/bench. Scale is `make bench-scale`; the
+# studies (bm25_fields, fusion, ann, confidence) and the research prototypes are one command
+# each, named in BENCHMARKS.md and docs/RESEARCH.md.
 bench: $(STAMP)
 	$(BIN)/pip install -q py-spy
 	$(BIN)/python -m bench.bench_embed
@@ -58,9 +62,17 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_build_stages
 	$(BIN)/python -m bench.bench_update
 	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.run_eval $$d || exit 1; done
+	$(BIN)/python -m bench.ablation --check --write
 	$(BIN)/python -m bench.bench_query
+	$(BIN)/python -m bench.bench_serve
+	$(BIN)/python -m bench.bench_compress --budgets 0,150,300,600
 	$(BIN)/python -m bench.update_benchmarks_md
 	VDGR_UPDATE_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/pipelines/test_update_property.py
+
+# The scale block at 10k and 100k chunks (the 1M row, whose build alone took ~28 minutes in the
+# scale block: `python -m bench.bench_scale --sizes 1m`).
+bench-scale: $(STAMP)
+	$(BIN)/python -m bench.bench_scale --sizes 10k,100k
 
 # The fuzzers with a large budget (CI runs them with a small one).
 fuzz: $(STAMP)
