@@ -19,6 +19,7 @@ from vdgr_core.safety.personal import DEFAULT_PHONE_REGIONS, find_personal
 from vdgr_core.safety.secrets import find_secrets, mask_token
 
 _WORD = re.compile(r"[a-z0-9]+")
+_CITATION = re.compile(r"\[\d+\]")
 _STOP = frozenset("a an and are as at be by can do for from how i if in is it of on or the this "
                   "to was what when where which with you your".split())
 
@@ -74,7 +75,9 @@ def screen_answer(answer: str, evidence_texts: Sequence[str], *, min_support: fl
     secrets = find_secrets(answer)
     redactions += [s.kind for s in secrets]
     answer = _replace(answer, secrets, lambda s: mask_token(s.kind))
-    personal = [p for p in find_personal(answer, phone_regions) if answer[p.start:p.end] not in context]
+    # citations blanked (same length, so spans stay in place): "030 901820 [1]" is a number
+    probe = _CITATION.sub(lambda m: " " * len(m.group(0)), answer)
+    personal = [p for p in find_personal(probe, phone_regions) if answer[p.start:p.end] not in context]
     redactions += [p.kind for p in personal]
     answer = _replace(answer, personal, lambda p: f"[redacted {p.kind}]")
     context_words = set(_WORD.findall(context.casefold()))

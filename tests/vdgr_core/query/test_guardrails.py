@@ -54,3 +54,11 @@ def test_knowledge_base_refuses_deny_listed_question_and_retrieves_nothing(tmp_p
     assert any(s.stage == "guardrails" for s in refused.trace.steps)
     allowed = kb.query("How do I reset the router?")
     assert allowed.evidence
+
+
+def test_a_phone_number_followed_by_a_citation_is_still_recognised():
+    out = screen_answer("Request leave in the HR portal or call 030 901820 [1].", ["Request leave in the HR portal."],
+                        phone_regions=("DE",))
+    assert out.answer == "Request leave in the HR portal or call [redacted phone] [1]." and out.redactions == ("phone",)
+    kept = screen_answer("Call 030 901820 [1].", ["Call 030 901820 today."], phone_regions=("DE",))
+    assert kept.answer == "Call 030 901820 [1]."
