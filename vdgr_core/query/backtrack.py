@@ -1,7 +1,7 @@
 """Directory backtracking: widen weak evidence with its neighbours in the table of contents.
 
 From the best evidence's directory node: first its sibling contents and sibling directories,
-then the parent's siblings with top-down descent into them, up to ``backtrack_depth`` levels.
+then the parent's siblings with top-down descent into them, up to ``ExpandSettings.backtrack_depth`` levels.
 Offline, backtracking runs when the evidence covers the question's words weakly, and a level's
 candidates are kept when they mention missing words (or are the most similar ones); an LLM may
 make both decisions instead. Candidates are always inside the scope (ACL pre-filter).
@@ -12,7 +12,6 @@ from typing import Sequence
 
 import numpy as np
 
-from schemas.config import QueryConfig
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
 from schemas import tables as T
@@ -42,13 +41,15 @@ def _level_candidates(data: IndexView, node: int, depth: int, child: int | None)
 
 
 def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidence: Sequence[SectionHit],
-              cmask, config: QueryConfig, trace: TraceRecorder, llm=None) -> list[SectionHit]:
+              cmask, depth: int, trace: TraceRecorder, llm=None) -> list[SectionHit]:
     """Return sections to add (route ``backtrack``), best first; each with its chosen chunk.
 
     ``vectors`` (a :class:`vdgr_core.query.vectors.VectorSearch`) gives the candidates' cosine
-    with ``qvec``; ``cmask`` (a row mask) the contents in scope."""
+    with ``qvec``; ``cmask`` (a row mask) the contents in scope; ``depth`` the levels climbed
+    (``ExpandSettings.backtrack_depth``)."""
+    max_depth = depth
     c, sec = data.contents, data.sections
-    if not evidence or config.backtrack_depth == 0:
+    if not evidence or max_depth == 0:
         return []
     j = judge_offline(question, evidence, data)
     if j.sufficient:
@@ -60,7 +61,7 @@ def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidenc
     have = {f.section for f in evidence}
     levels: list[tuple[int, int, list[int]]] = []
     child = None
-    for depth in range(1, config.backtrack_depth + 1):
+    for depth in range(1, max_depth + 1):
         level = np.array(list(dict.fromkeys(_level_candidates(data, node, depth, child))), dtype=np.int64)
         level = level[cmask[level]] if len(level) else level
         levels.append((depth, node, [int(r) for r in level if int(sec.of_row[r]) not in have]))

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from schemas import tables as T
-from schemas.config import QueryConfig
+from schemas.config import GraphSettings, slice_of
 from vdgr_core.entities import extract_terms, norm_tokens, normalize_term
 from vdgr_core.ids import entity_id
 from vdgr_core.query.fusion import Ranked
@@ -148,17 +148,27 @@ class _EntityMask:
 
 class GraphRoute:
     """Route 3 over the domains' layouts (has_entity and co-occurrence adjacency plus synonym
-    edges of at least ``QueryConfig.graph_synonym_min``)."""
+    edges of at least ``GraphSettings.synonym_min``).
 
-    def __init__(self, data: IndexView, vectors: VectorSearch, config: QueryConfig):
+    Parameters
+    ----------
+    data : IndexView
+    vectors : VectorSearch
+        The dense seeds when no first-hop seeds are given.
+    config : GraphSettings
+        Seeds ``n``, entity restart share ``beta``, ``synonym_min`` (a ``QueryConfig`` is
+        accepted and gives its slice).
+    """
+
+    def __init__(self, data: IndexView, vectors: VectorSearch, config: GraphSettings):
         self.data = data
         self._vectors = vectors
-        self._config = config
+        self._config = slice_of(config, GraphSettings)     # a QueryConfig gives its slice
         self._visible: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     def _synonym_min(self, lay: DomainLayout) -> Optional[float]:
-        want = self._config.graph_synonym_min
+        want = self._config.synonym_min
         return None if want > 1.0 else max(want, lay.synonym_min)
 
     def passages(self, lay: DomainLayout, entities: np.ndarray) -> np.ndarray:
@@ -261,11 +271,11 @@ class GraphRoute:
         emask = self.visible_entities(scope, domains)
         exact = self.matched_entities(question, emask, domains)
         if seeds is None:
-            cseeds = self._vectors.search(T.CONTENTS, qvec, sc, cfg.graph_n)
+            cseeds = self._vectors.search(T.CONTENTS, qvec, sc, cfg.n)
         else:
             rows = np.array([int(r) for r, _ in seeds], dtype=np.int64)
             ok = cmask[rows] if len(rows) else np.zeros(0, dtype=bool)
-            cseeds = [(int(r), float(s)) for (r, s), keep in zip(seeds, ok) if keep][: cfg.graph_n]
+            cseeds = [(int(r), float(s)) for (r, s), keep in zip(seeds, ok) if keep][: cfg.n]
         weights = seed_weights(cseeds)
         got_rows: list[np.ndarray] = []
         got_vals: list[np.ndarray] = []
@@ -287,7 +297,7 @@ class GraphRoute:
             if len(ents):
                 counts = self.passages(lay, ents)
                 ew[ents[counts > 0]] = 1.0 / counts[counts > 0]
-            beta = cfg.graph_beta if ew.sum() > 0 else 0.0
+            beta = cfg.beta if ew.sum() > 0 else 0.0
             p = np.concatenate([(1.0 - beta) * _unit(pw), beta * _unit(ew)])
             if p.sum() <= 0:
                 continue

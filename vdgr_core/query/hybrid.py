@@ -7,30 +7,31 @@ clauses, the vector search the LanceDB filter of the whole scope (:mod:`vdgr_cor
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from schemas import tables as T
-from vdgr_core.query.scope import QueryScope
+from schemas.config import FusionSettings
+from vdgr_core.query.context import Search
 from vdgr_core.query.vectors import VectorSearch
 from vdgr_core.query.view import IndexView
-from vdgr_core.query.fusion import FusionMethod, Ranked, SectionList, by_section, fuse
+from vdgr_core.query.fusion import Ranked, SectionList, by_section, fuse
 from vdgr_core.query.rerank import Reranker
 
 
-def bm25_search(reader, data: IndexView, question: str, scope: QueryScope, domains: Sequence[str],
-                k: int) -> Ranked:
-    """BM25 over the shard of each domain in ``domains``; merged by score, ties by row."""
-    c = data.contents
+def bm25_search(view: IndexView, q: Search, k: int) -> Ranked:
+    """BM25 of ``q.text`` over the shard of each of ``q.domains`` (``view.reader``'s shards,
+    the access and version clauses of ``q.scope`` in the tantivy query, the collection choice
+    checked on the rows); merged by score, ties by row."""
+    c = view.contents
+    scope, domains = q.scope, q.domains
     mask = c.mask(scope.with_domains(domains))
     fetch = k * 3 if scope.collections is not None else k
     hits: list[tuple[int, float]] = []
     for d in domains:
-        shard = reader.shard(d)
+        shard = view.reader.shard(d)
         if shard is None:
             continue
-        found = shard.search(question, fetch, scope.search.with_domains([d]))
+        found = shard.search(q.text, fetch, scope.search.with_domains([d]))
         if not found:
             continue
         rows = c.rows_of(d, [chunk_id for chunk_id, _ in found])
@@ -41,25 +42,37 @@ def bm25_search(reader, data: IndexView, question: str, scope: QueryScope, domai
     return Ranked("bm25", hits[:k])
 
 
-def dense_search(vectors: VectorSearch, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
-                 k: int) -> Ranked:
-    """Cosine top-k over content vectors, the scope pushed into the search."""
-    return Ranked("dense", vectors.search(T.CONTENTS, qvec, scope.with_domains(domains), k))
+def dense_search(vectors: VectorSearch, q: Search, k: int) -> Ranked:
+    """Cosine top-k of ``q.qvec`` over content vectors, the scope pushed into the search."""
+    return Ranked("dense", vectors.search(T.CONTENTS, q.qvec, q.scope.with_domains(q.domains), k))
 
 
 CHUNKS_PER_SECTION = 4     # chunks fetched per wanted section before grouping
 
 
-def hybrid_search(reader, data: IndexView, vectors: VectorSearch, question: str, qvec: np.ndarray,
-                  scope: QueryScope, domains: Sequence[str], k: int, rrf_k: int, reranker: Reranker, top_n: int,
-                  fusion: FusionMethod = "rrf") -> SectionList:
+def hybrid_search(view: IndexView, vectors: VectorSearch, q: Search, k: int, fusion: FusionSettings,
+                  reranker: Reranker) -> SectionList:
     """Route 1: BM25 and dense chunk searches, each grouped into sections (a section scores
-    its best chunk), fused by ``fusion`` (see :mod:`vdgr_core.query.fusion`); the best
-    ``top_n`` sections are re-ranked; returns the best ``k`` sections."""
+    its best chunk), fused by ``fusion.hybrid_fusion`` (see :mod:`vdgr_core.query.fusion`);
+    the best ``fusion.rerank_top_n`` sections are re-ranked; returns the best ``k`` sections.
+
+    Parameters
+    ----------
+    view : IndexView
+        The index (``view.reader`` holds the BM25 shards).
+    vectors : VectorSearch
+    q : Search
+        Text, vector, scope and routed domains.
+    k : int
+        Sections returned.
+    fusion : FusionSettings
+    reranker : Reranker
+    """
+    top_n = fusion.rerank_top_n
     n = max(k, top_n)
-    sec = data.sections
-    bm = by_section(bm25_search(reader, data, question, scope, domains, n * CHUNKS_PER_SECTION), sec.of_row, n)
-    de = by_section(dense_search(vectors, qvec, scope, domains, n * CHUNKS_PER_SECTION), sec.of_row, n)
-    fused = fuse([bm, de], sec.id_rank, fusion, rrf_k, route="hybrid")
-    head = reranker.rerank(question, fused[:top_n], data)
+    sec = view.sections
+    bm = by_section(bm25_search(view, q, n * CHUNKS_PER_SECTION), sec.of_row, n)
+    de = by_section(dense_search(vectors, q, n * CHUNKS_PER_SECTION), sec.of_row, n)
+    fused = fuse([bm, de], sec.id_rank, fusion.hybrid_fusion, fusion.rrf_k, route="hybrid")
+    head = reranker.rerank(q.text, fused[:top_n], view)
     return SectionList("hybrid", (head + fused[top_n:])[:k])

@@ -4,7 +4,7 @@ Offline, a domain's score combines (a) a product/domain-name match (exact token 
 "Galaxy S10" names ``Galaxy_S10`` fully but ``Galaxy_S10e`` only partly), word overlap with its
 description and top-level directory titles, (b) the best cosine similarity of the query vector
 to its visible directory nodes and its share of the top BM25 scores. Scores become confidences
-with a softmax; domains within ``routing_threshold`` of the best are kept (at most
+with a softmax; domains within ``RoutingSettings.threshold`` of the best are kept (at most
 ``max_domains``). With an LLM, a DCD-style router picks a domain then a collection, each through
 a response model whose label is constrained to the real names; any failure falls back to the
 offline ranking.
@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from schemas.config import QueryConfig
+from schemas.config import RoutingSettings, slice_of
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import choice_model
 from schemas import tables as T
@@ -155,21 +155,19 @@ class Router:
     Parameters
     ----------
     data : IndexView
-    domain_infos : sequence of DomainInfo
-        From the manifest.
-    reader : IndexReader
-        For the per-domain BM25 shards.
-    config : QueryConfig
+        The index: its manifest's domains, its BM25 shards (``data.reader``) and directories.
+    config : RoutingSettings
+        On/off, ``threshold`` and ``max_domains`` (a ``QueryConfig`` gives its slice).
     vectors : VectorSearch
         For the best directory cosine per domain.
     llm : LLMClient, optional
     """
 
-    def __init__(self, data: IndexView, domain_infos: Sequence, reader, config: QueryConfig, vectors, llm=None):
+    def __init__(self, data: IndexView, config: RoutingSettings, vectors, llm=None):
         self._data = data
-        self._infos = {d.name: d for d in domain_infos}
-        self._reader = reader
-        self._config = config
+        self._infos = {d.name: d for d in data.reader.manifest.domains}
+        self._reader = data.reader
+        self._config = slice_of(config, RoutingSettings)
         self._vectors = vectors
         self._llm = llm
         self._top_by_domain: dict[str, list[int]] = {}
@@ -234,7 +232,7 @@ class Router:
             names = with_version or names
         if not names:
             return RoutingDecision([])
-        if not self._config.routing or len(names) == 1:
+        if not self._config.enabled or len(names) == 1:
             conf = 1.0 / len(names)
             trace.step("routing", "routing off or single domain: searching all", domains=names)
             return RoutingDecision([DomainScore(domain=n, confidence=round(conf, 6)) for n in names])
@@ -314,7 +312,7 @@ class Router:
         probs = _softmax(np.array([r[1] for r in rows]))
         order = sorted(range(len(rows)), key=lambda i: (-probs[i], rows[i][0]))
         best = probs[order[0]]
-        kept = [i for i in order if probs[i] >= self._config.routing_threshold * best]
+        kept = [i for i in order if probs[i] >= self._config.threshold * best]
         kept = kept[: self._config.max_domains]
         decision = RoutingDecision([DomainScore(domain=rows[i][0], confidence=round(float(probs[i]), 6))
                                     for i in kept])

@@ -4,27 +4,24 @@ The other routes read chunk text (BM25) or compare the query vector with chunk v
 (dense, and the graph route's seeds); the TOC route adds a different signal: how well the
 question matches a section's *place in the table of contents*: the titles of the section and
 of every ancestor (document, folders) plus the section's summary, scored with BM25 over those
-labels (:class:`vdgr_core.query.toc_index.LabelIndex`). Coarse: the ``toc_coarse_l`` best
-labelled directories in scope; fine: the best ``toc_fine`` of them (or an LLM selection
+labels (:class:`vdgr_core.query.toc_index.LabelIndex`). Coarse: the ``TocSettings.coarse_l`` best
+labelled directories in scope; fine: the best ``fine`` of them (or an LLM selection
 constrained to the candidate labels); then every visible section under the chosen directories,
-ranked by its own label score, at most ``toc_max_contents``. A section's passage is built
+ranked by its own label score, at most ``max_contents``. A section's passage is built
 around its chunk sharing most words with the question.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
-from schemas.config import QueryConfig
+from schemas.config import TocSettings
 from schemas.errors import LLMError
 from vdgr_core.query.constrained import selection_model
-from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.context import Search
 from vdgr_core.query.view import IndexView, top_k
 from vdgr_core.query.fusion import SectionHit, SectionList
 from vdgr_core.query.textutil import overlap, terms
 from vdgr_core.query.toc_index import LabelIndex
-from vdgr_core.query.trace import TraceRecorder
 
 
 def _label(d, i: int) -> str:
@@ -38,21 +35,34 @@ def _best_row(data: IndexView, rows, qterms) -> int:
     return rows[best]
 
 
-def toc_search(data: IndexView, labels: LabelIndex, question: str, scope: QueryScope,
-               domains: Sequence[str], config: QueryConfig, trace: TraceRecorder, llm=None) -> SectionList:
-    """Run route 2 and return its ranked sections (route name ``toc``)."""
+def toc_search(data: IndexView, labels: LabelIndex, q: Search, config: TocSettings, llm=None) -> SectionList:
+    """Run route 2 for ``q`` and return its ranked sections (route name ``toc``).
+
+    Parameters
+    ----------
+    data : IndexView
+    labels : LabelIndex
+        The heading and path labels.
+    q : Search
+        Text, scope and routed domains (the trace records the selection).
+    config : TocSettings
+        ``coarse_l`` label matches, ``fine`` directories chosen, at most ``max_contents`` sections.
+    llm : LLMClient, optional
+        Chooses the fine directories among the coarse matches.
+    """
+    question, scope, domains, trace = q.text, q.scope, q.domains, q.trace
     d = data.directories
     sc = scope.with_domains(domains)
     scores = labels.scores(question, sc, domains)
     coarse = top_k(np.array(list(scores.values())), np.array(list(scores.keys()), dtype=np.int64),
-                   config.toc_coarse_l)
+                   config.coarse_l)
     if not coarse:
         trace.step("toc", "no heading or path matches the question in scope")
         return SectionList("toc", [])
-    chosen = [i for i, _ in coarse[: config.toc_fine]]
+    chosen = [i for i, _ in coarse[: config.fine]]
     how = "offline"
     if llm is not None:
-        picked = _llm_select(llm, question, [i for i, _ in coarse], d, config.toc_fine)
+        picked = _llm_select(llm, question, [i for i, _ in coarse], d, config.fine)
         if picked is None:
             trace.step("toc", "LLM selection failed: offline fine selection used")
         else:
@@ -71,7 +81,7 @@ def toc_search(data: IndexView, labels: LabelIndex, question: str, scope: QueryS
             if s not in found or key > found[s]:
                 found[s] = key
     order = sorted(found, key=lambda s: (-found[s][0], -found[s][1], int(sec.id_rank[s])))
-    order = order[: config.toc_max_contents]
+    order = order[: config.max_contents]
     hits = []
     for s in order:
         members = sec.rows[s]

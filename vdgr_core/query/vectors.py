@@ -4,7 +4,7 @@ Two paths behind one interface:
 
 - **layout scan** (exact): each domain's layout holds its rows' vectors (``content_vectors``,
   ``dir_vectors``, memory-mapped; vdgr_core/store/domain_layout.py). A search whose domains
-  hold at most ``QueryConfig.exact_max_rows`` rows, or one of a table without a vector index,
+  hold at most ``AnnSettings.exact_max_rows`` rows, or one of a table without a vector index,
   takes one matrix-vector product per domain over those pages; the scope is a mask applied
   before selection. A query scoped to one domain of a 1M-chunk index reads that domain's
   vectors only (~50k rows: a few milliseconds), where the vector index's prefiltered search
@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from schemas import tables as T
+from schemas.config import AnnSettings, slice_of
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.view import IndexView, top_k
 
@@ -39,14 +40,15 @@ class VectorSearch:
     Parameters
     ----------
     view : IndexView
-    config : QueryConfig
-        ``ann_nprobes``, ``ann_refine_factor``, ``ann_ef`` and ``exact_max_rows``.
+    config : AnnSettings
+        ``nprobes``, ``refine_factor``, ``ef`` and ``exact_max_rows`` (a ``QueryConfig`` is
+        accepted and gives its slice).
     """
 
-    def __init__(self, view: IndexView, config):
+    def __init__(self, view: IndexView, config: AnnSettings):
         self._view = view
         self._reader = view.reader
-        self._config = config
+        self._config = slice_of(config, AnnSettings)
         # the last query vector's products, per (kind, domain): routing, the routes and the
         # graph seeds all ask for the same vector (replaced whole, so threads never mix them)
         self._last: tuple = (None, {})
@@ -140,9 +142,9 @@ class VectorSearch:
                  .where(scope.lance_expr(), prefilter=True).limit(fetch)
                  .select([_ID[table], "domain", "_distance"]))
         if self.indexed(table):
-            query = query.nprobes(cfg.ann_nprobes).refine_factor(cfg.ann_refine_factor)
-            if cfg.ann_ef is not None:      # LanceDB refuses an ef below the rows it is asked for
-                query = query.ef(max(cfg.ann_ef, fetch * cfg.ann_refine_factor))
+            query = query.nprobes(cfg.nprobes).refine_factor(cfg.refine_factor)
+            if cfg.ef is not None:      # LanceDB refuses an ef below the rows it is asked for
+                query = query.ef(max(cfg.ef, fetch * cfg.refine_factor))
         else:
             query = query.bypass_vector_index()
         data = query.to_arrow()

@@ -5,6 +5,7 @@ import numpy as np
 
 from tests.support.tiny_index import SECRET_WORD
 from vdgr_core.query.backtrack import backtrack
+from vdgr_core.query.context import Search
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.trace import TraceRecorder
@@ -28,7 +29,7 @@ def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
     cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
     trace = TraceRecorder()
     added = backtrack(kb.data, kb.vectors, question, kb.embedder.embed([question])[0], [_hit(kb, first, 1.0, ("hybrid",))],
-                      cmask, kb.config, trace)
+                      cmask, kb.config.backtrack_depth, trace)
     assert added and all(h.routes == ("backtrack",) for h in added)
     # other sections than the evidence's own, inside the scope, covering a missing word
     assert all(h.section != int(sec.of_row[first]) for h in added)
@@ -42,7 +43,7 @@ def test_backtrack_not_triggered_when_evidence_covers_question(kb):
     row = _row(kb, "Bluetooth", "1.0")
     cmask = np.ones(len(kb.data.contents), dtype=bool)
     added = backtrack(kb.data, kb.vectors, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
-                      [_hit(kb, row, 1.0, ("hybrid",))], cmask, kb.config, TraceRecorder())
+                      [_hit(kb, row, 1.0, ("hybrid",))], cmask, kb.config.backtrack_depth, TraceRecorder())
     assert added == []
 
 
@@ -54,7 +55,7 @@ def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
     for groups, expect in (((), False), (("hr",), True)):
         cmask = c.mask(QueryScope(SearchScope(groups=groups, domains=("HR_Policies",))))
         added = backtrack(kb.data, kb.vectors, question, qvec, [_hit(kb, start, 1.0, ("hybrid",))], cmask,
-                          kb.config, TraceRecorder())
+                          kb.config.backtrack_depth, TraceRecorder())
         found = any(SECRET_WORD in c.text[r] for h in added for r in h.rows)
         assert found is expect
         assert all(cmask[r] for h in added for r in h.rows)
@@ -67,7 +68,9 @@ def test_backtracked_evidence_is_labelled_and_best_kept(kb):
     question = "Wireless PowerShare stops below which battery level percent?"
     cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
     fused = [_hit(kb, first, 0.05, ("hybrid",)), _hit(kb, other, 0.04, ("toc",))]
-    out = kb._with_backtrack(question, kb.embedder.embed([question])[0], fused, cmask, 3, TraceRecorder())
+    scope = QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",)))
+    q = Search(question, kb.embedder.embed([question])[0], scope, ("Galaxy_S10",), TraceRecorder())
+    out = kb.expander.with_backtrack(q, fused, cmask, 3)
     assert out[0].row == first                           # the best evidence keeps its place
     added = [f for f in out if f.routes == ("backtrack",)]
     assert added and all(cmask[r] for f in added for r in f.rows)

@@ -1,0 +1,128 @@
+"""The query as a short list of typed stages over one :class:`QueryContext`.
+
+screen -> route -> retrieve -> expand -> evidence -> answer:
+
+1. **screen** (:func:`vdgr_core.query.guardrails.screen_query`): a deny-listed question is
+   refused before any search;
+2. **route** (:class:`vdgr_core.query.routing.Router`): embed the question (and the text
+   without the domain it names, in one batch), choose the domains and collections among what
+   the caller may read, set the routed scope and the retrieval text;
+3. **retrieve** (:class:`vdgr_core.query.pipeline.Retriever`): the configured routes from the
+   registry, fused;
+4. **expand** (:class:`vdgr_core.query.expand.Expander`): backtracking, reflection, the
+   bridge query;
+5. **evidence** (:mod:`vdgr_core.query.evidence`): at most half of ``k`` per document, the
+   sections' passages;
+6. **answer** (:class:`vdgr_core.query.answer_stage.AnswerStage`): the screened answer.
+
+Every search of stages 3-4 runs inside the routed scope (the caller's groups, versions,
+domains and collections), which each route applies before it selects anything.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from vdgr_core.embedding import embed_query
+from vdgr_core.query.answer_stage import AnswerStage
+from vdgr_core.query.context import QueryContext, Search
+from vdgr_core.query.evidence import injection_flags, to_evidence
+from vdgr_core.query.expand import Expander
+from vdgr_core.query.fusion import cap_per_document
+from vdgr_core.query.guardrails import screen_query
+from vdgr_core.query.pipeline import Retriever
+from vdgr_core.query.result import QueryResult
+from vdgr_core.query.routing import Router
+from vdgr_core.query.scope import QueryScope
+from vdgr_core.query.view import IndexView
+
+REFUSAL = "I can't answer this question: it asks about a topic this knowledge base does not cover."
+
+
+class QueryStages:
+    """The stages of one knowledge base, run in order over a :class:`QueryContext`.
+
+    Parameters
+    ----------
+    view : IndexView
+    embedder : Embedder
+    router : Router
+    retriever : Retriever
+    expander : Expander
+    answerer : AnswerStage
+    deny_list : sequence of str
+        The query screen's blocked words and phrases.
+    """
+
+    def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
+                 answerer: AnswerStage, deny_list: Sequence[str] = ()):
+        self.view = view
+        self.embedder = embedder
+        self.router = router
+        self.retriever = retriever
+        self.expander = expander
+        self.answerer = answerer
+        self.deny_list = tuple(deny_list)
+
+    def run(self, ctx: QueryContext, *, with_answer: bool = True) -> QueryResult:
+        """Run every stage; ``with_answer=False`` stops after the evidence (``answer`` '')."""
+        if not self.screen(ctx):
+            return self.result(ctx, REFUSAL)
+        self.route(ctx)
+        with ctx.trace.stage("retrieve"):
+            ctx.hits = self.retriever.retrieve(ctx.search)
+        ctx.hits = self.expander.expand(ctx.search, ctx.hits, ctx.k)
+        self.evidence(ctx)
+        if with_answer:
+            with ctx.trace.stage("answer"):
+                ctx.answer = self.answerer.answer(ctx.question, ctx.evidence, ctx.trace)
+        return self.result(ctx, ctx.answer)
+
+    def screen(self, ctx: QueryContext) -> bool:
+        """The query screen; False (and a trace step) when the question is refused."""
+        screen = screen_query(ctx.question, self.deny_list)
+        if not screen.allowed:
+            ctx.trace.step("guardrails", "question refused by the query screen", reason=screen.reason)
+        return screen.allowed
+
+    def route(self, ctx: QueryContext) -> None:
+        """Embed, route, and set ``ctx.search``: the routed scope, retrieval text and vector."""
+        trace = ctx.trace
+        with trace.stage("embed"):
+            if ctx.qvec is None:
+                # the question and (when it names a domain) the text without that name, in
+                # one batch: routing nearly always picks the named domain
+                named = self.router.named_text(ctx.question)
+                vecs = embed_query(self.embedder, [ctx.question, named] if named else [ctx.question])
+                ctx.qvec = vecs[0]
+                if named:
+                    ctx.pre[named] = vecs[1]
+            ctx.qvec = np.asarray(ctx.qvec, dtype=np.float32)
+        with trace.stage("routing"):
+            decision = self.router.route(ctx.question, ctx.qvec, ctx.scope, trace, domain=ctx.domain)
+        ctx.routing, ctx.domains = decision.domains, decision.names
+        scope = QueryScope(ctx.scope.search.with_domains(ctx.domains), decision.collections)
+        # the routes search with the question minus the span naming the routed domain
+        text, qvec = decision.query or ctx.question, ctx.qvec
+        if text != ctx.question:
+            with trace.stage("embed"):
+                v = ctx.pre.get(text)
+                qvec = np.asarray(v if v is not None else embed_query(self.embedder, [text])[0], dtype=np.float32)
+        ctx.search = Search(text, qvec, scope, ctx.domains, trace)
+
+    def evidence(self, ctx: QueryContext) -> None:
+        """At most half of ``k`` per document, then the first ``k`` sections as evidence."""
+        hits = cap_per_document(ctx.hits, self.view.sections.doc, ctx.k)[: ctx.k]
+        ctx.evidence = [to_evidence(self.view, h) for h in hits]
+        flagged = injection_flags(self.view, hits)
+        if flagged:
+            ctx.trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
+                           "(possible prompt injection; passed to any LLM as delimited data only)",
+                           injection_flags=flagged)
+
+    @staticmethod
+    def result(ctx: QueryContext, answer: str) -> QueryResult:
+        """The result of ``ctx`` with ``answer`` (the trace finished now)."""
+        return QueryResult(id=ctx.qid, question=ctx.question, answer=answer, routing=ctx.routing,
+                           evidence=ctx.evidence, trace=ctx.trace.finish())
