@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from schemas.errors import VdgrError
 from runners.serve.auth import AuthFailureLimiter, Authenticator, Caller, RateLimiter
-from runners.serve.chat import MODEL, QUESTION_MAX, ChatRequest, checked_llm_stream, completion_body, sse_events
+from runners.serve.chat import MODEL, QUESTION_MAX, ChatRequest, completion_body, sse_events, streamed_answer
 from runners.serve.errors import ApiError, describe, install_handlers
 from runners.serve.guard import CALLER_KEY, RequestGuard, ServeLimits
 from runners.serve.metrics import ServiceMetrics
@@ -240,15 +240,12 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
             message, field = describe(exc.errors(), rename={"question": "messages"})
             raise ApiError(400, "invalid request body: " + message, field=field) from None
         created = int(time.time())
-        streamed_llm = body.stream and holder.current().answer_llm is not None
-        result, snap = run_query(who, item, with_answer=not streamed_llm)
+        # a stream retrieves first, then streams the knowledge base's answer stage
+        result, snap = run_query(who, item, with_answer=not body.stream)
         headers = {BUILD_HEADER: snap.build_id}
         if not body.stream:
             return JSONResponse(completion_body(result, created), headers=headers)
-        if snap.answer_llm is None:
-            pieces = iter([result.answer])
-        else:
-            pieces = checked_llm_stream(result, snap, metrics)
+        pieces = streamed_answer(result, snap, metrics)
         t0 = time.perf_counter()
         events = sse_events(result, pieces, created,
                             on_done=lambda: metrics.stream.observe(time.perf_counter() - t0))

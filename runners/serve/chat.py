@@ -6,10 +6,12 @@ top-level fields (``evidence``, ``routing``, ``trace``) of the completion, or of
 of a stream. Clients that know nothing of them (the ``openai`` SDK, chat front-ends) ignore
 them; the SDK exposes them through ``model_extra``.
 
-With an LLM configured, a streamed answer is generated as a stream and checked sentence by
-sentence on its way out (:class:`vdgr_core.query.stream_check.StreamChecker`); before that the
-retrieval confidence decides between a corrective answer and the LLM call, and the evidence is
-compressed to the token budget. Without an LLM the (extractive) answer is sent as it is.
+A streamed answer comes from the same answer stage as every other answer
+(:class:`vdgr_core.query.answer_stage.AnswerStage`): the retrieval confidence decides between a
+corrective answer and the LLM call, the evidence is compressed to the token budget, and with an
+LLM configured the answer is generated as a stream and checked sentence by sentence on its way
+out (one screen: guardrails, phone regions, stream check); without one the extractive answer
+is sent, screened the same way.
 """
 from __future__ import annotations
 
@@ -19,17 +21,11 @@ from typing import Any, Iterator, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.errors import LLMError
 from vdgr_core.llm.client import StageUsage
-from vdgr_core.query.answer import NO_ANSWER, answer_messages, extractive_answer
-from vdgr_core.query.compress import compress_evidence
-from vdgr_core.query.confidence import clarification, retrieval_confidence
-from vdgr_core.query.guardrails import screen_answer
-from vdgr_core.query.result import QueryResult, TraceStep
-from vdgr_core.query.stream_check import StreamChecker
+from vdgr_core.query.answer_stage import STREAM_STAGE
+from vdgr_core.query.result import QueryResult
 
 MODEL = "vdgr"
-STREAM_STAGE = "answer_stream"
 QUESTION_MAX = 4000          # characters of a question, on /v1/query and the chat endpoint
 
 #: the parameters of OpenAI's chat completions request that VDGR accepts and ignores (the
@@ -147,55 +143,21 @@ def sse_events(result: QueryResult, pieces: Iterator[str], created: int,
     yield "data: [DONE]\n\n"
 
 
-def _step(result: QueryResult, stage: str, message: str, **data) -> None:
-    result.trace.steps.append(TraceStep(stage=stage, message=message, data=data))
+def streamed_answer(result: QueryResult, snap, metrics) -> Iterator[str]:
+    """The answer to ``result`` (retrieved without an answer), streamed.
 
-
-def checked_llm_stream(result: QueryResult, snap, metrics) -> Iterator[str]:
-    """The answer to ``result`` (retrieved without an answer) streamed from the LLM, checked.
-
-    Fills ``result.answer`` with what was sent, and adds the confidence, compression, stream
-    check and LLM usage to ``result.trace``.
+    The knowledge base's one answer stage (:meth:`KnowledgeBase.answer_pieces`) produces it:
+    from the snapshot's own LLM client as a checked stream when one is configured, else the
+    extractive answer; the same confidence, compression and screen as ``/v1/query``. Fills
+    ``result.answer`` with what was sent and adds the LLM usage and the stream's time to
+    ``result.trace``.
     """
-    cfg = snap.kb.config
-    question, evidence = result.question, result.evidence
     t0 = time.perf_counter()
-    conf = retrieval_confidence(question, evidence, cfg.min_confidence)
-    _step(result, "confidence", "low: asking for clarification" if conf.low else "ok", **conf.trace_data())
-    if conf.low or not evidence:
-        result.answer = clarification(question, conf, evidence) if evidence else NO_ANSWER
-        yield result.answer
-        return
-    ctx = compress_evidence(question, evidence, cfg.context_budget_tokens)
-    _step(result, "compress", "evidence compressed for the LLM", **ctx.trace_data())
-    checker = StreamChecker([e.text for e in evidence], min_support=cfg.guardrails.min_support)
     usage = StageUsage()
-    sent: list[str] = []
-    try:
-        for delta in snap.answer_llm.chat_stream(STREAM_STAGE, answer_messages(question, ctx.evidence),
-                                                 usage_out=usage):
-            out = checker.feed(delta)
-            if out:
-                sent.append(out)
-                yield out
-    except LLMError as exc:
-        _step(result, "answer", "LLM answer stream failed", error=str(exc)[:200])
-        if not sent:     # nothing shown yet: the extractive answer, screened, instead
-            checker = None
-            text = screen_answer(extractive_answer(question, evidence), [e.text for e in evidence],
-                                 min_support=cfg.guardrails.min_support).answer
-            sent.append(text)
-            yield text
-    if checker is not None:
-        tail = checker.finish()
-        if tail:
-            sent.append(tail)
-            yield tail
-        _step(result, "guardrails", "answer stream checked sentence by sentence", **checker.report.trace_data())
-    result.answer = "".join(sent).strip()
+    llm = snap.answer_llm
+    yield from snap.kb.answer_pieces(result, llm=llm, stream=True, usage_out=usage)
     result.trace.llm_calls += usage.calls
     result.trace.tokens += usage.prompt_tokens + usage.completion_tokens
-    result.trace.timings_ms["answer_stream"] = round((time.perf_counter() - t0) * 1000.0, 3)
-    if metrics is not None:
+    result.trace.timings_ms[STREAM_STAGE] = round((time.perf_counter() - t0) * 1000.0, 3)
+    if metrics is not None and llm is not None:
         metrics.add_llm_usage({}, {STREAM_STAGE: usage})
-

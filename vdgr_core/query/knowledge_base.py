@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,7 @@ from vdgr_core.query.routes import REGISTRY, RouteDeps, build_routes
 from vdgr_core.query.routing import Router
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.stages import REFUSAL, QueryStages  # noqa: F401  (REFUSAL re-exported)
-from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.query.trace import StepLog, TraceRecorder
 from vdgr_core.query.vectors import VectorSearch
 from vdgr_core.query.view import IndexView
 from vdgr_core.store.filters import SearchScope
@@ -178,6 +178,31 @@ class KnowledgeBase:
         with _one_blas_thread():
             return [self._query(i.question, domain=i.domain, version=i.version, groups=tuple(i.groups),
                                 k=k, qid=i.id, qvec=vecs[n], pre=pre) for n, i in enumerate(items)]
+
+    def answer_pieces(self, result: QueryResult, *, llm: Any = None, stream: bool = True,
+                      usage_out=None) -> Iterator[str]:
+        """The answer to ``result`` (retrieved with ``with_answer=False``), piece by piece.
+
+        The same answer stage as :meth:`query` (one screen, the same fallbacks); its steps are
+        added to ``result.trace`` and ``result.answer`` is set once the pieces are exhausted.
+
+        Parameters
+        ----------
+        result : QueryResult
+        llm : LLMClient, optional
+            The LLM to stream from (a client of the caller's own, for its usage counts);
+            None: the extractive answer.
+        stream : bool
+            Stream the LLM's reply (stage ``answer_stream``) instead of one request.
+        usage_out : StageUsage, optional
+            Receives the stream's LLM calls and tokens.
+        """
+        sent = []
+        for piece in self.answerer.pieces(result.question, result.evidence, StepLog(result.trace), llm=llm,
+                                          stream=stream, usage_out=usage_out):
+            sent.append(piece)
+            yield piece
+        result.answer = "".join(sent).strip()
 
     # ------------------------------------------------------------------ internals
     def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None, pre=None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from vdgr_core.query.guardrails import screen_answer
+from vdgr_core.safety.personal import DEFAULT_PHONE_REGIONS
 
 WITHHELD = "[sentence withheld: not supported by the documents]"
 # a sentence ends at . ! or ?, possibly followed by citations, then white space and the start of
@@ -30,6 +31,9 @@ class StreamCheckReport:
     redactions: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     released: int = 0
+    # sentences of text the answer stage wrote itself (extractive, corrective) that the
+    # evidence does not support: reported, not withheld
+    unsupported: list[str] = field(default_factory=list)
 
     def trace_data(self) -> dict:
         return {"redacted": sorted(set(self.redactions)), "withheld": list(self.withheld),
@@ -45,6 +49,8 @@ class StreamChecker:
         What the reader was allowed to see (the context of the check).
     min_support : float
         Share of a sentence's content words that must occur in the evidence.
+    phone_regions : sequence of str
+        Regions whose national phone formats are recognised (``GuardrailConfig.phone_regions``).
 
     Examples
     --------
@@ -55,18 +61,33 @@ class StreamChecker:
     'Then'
     """
 
-    def __init__(self, evidence_texts: Sequence[str], *, min_support: float = 0.5):
+    def __init__(self, evidence_texts: Sequence[str], *, min_support: float = 0.5,
+                 phone_regions: Sequence[str] = DEFAULT_PHONE_REGIONS):
         self._evidence = list(evidence_texts)
         self._min_support = min_support
+        self._regions = tuple(phone_regions)
         self._buf = ""
         self.report = StreamCheckReport()
+
+    def _screen(self, text: str):
+        return screen_answer(text, self._evidence, min_support=self._min_support, phone_regions=self._regions)
+
+    def own(self, text: str) -> str:
+        """Screen text the answer stage wrote itself (an extractive or corrective answer): its
+        sentences are quoted from the evidence or fixed phrases, so credentials and personal
+        data are redacted but an unsupported sentence is only reported
+        (``report.unsupported``), not withheld."""
+        screened = self._screen(text)
+        self.report.redactions += list(screened.redactions)
+        self.report.unsupported += list(screened.unsupported)
+        return screened.answer
 
     def _check(self, sentence: str) -> str:
         body = sentence.rstrip()
         tail = sentence[len(body):]
         if not body:
             return sentence
-        screened = screen_answer(body, self._evidence, min_support=self._min_support)
+        screened = self._screen(body)
         self.report.redactions += list(screened.redactions)
         self.report.released += 1
         if screened.unsupported:

@@ -74,3 +74,14 @@ def render_text(result: QueryResult, *, explain: bool = False) -> str:
             data = " ".join(f"{k}={v}" for k, v in s.data.items())
             lines.append(f"  - [{s.stage}] {s.message}" + (f"  ({data})" if data else ""))
     return "\n".join(lines)
+
+
+class StepLog:
+    """Adds steps to a finished :class:`Trace` (an answer streamed after retrieval)."""
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+
+    def step(self, stage: str, message: str, **data: Any) -> None:
+        """Record a decision."""
+        self._trace.steps.append(TraceStep(stage=stage, message=message, data=data))

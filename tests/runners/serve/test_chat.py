@@ -141,3 +141,32 @@ def test_low_confidence_skips_the_llm(llm_live, openai_server):
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert "could not find enough" in text and "invented" not in text
     assert not [r for r in openai_server.chat_requests() if _is_answer(r)]
+
+
+def _streamed_text(live, question: str) -> str:
+    events = live.sse("/v1/chat/completions", {"model": "vdgr", "stream": True,
+                                                "messages": [{"role": "user", "content": question}]}, STAFF)
+    return "".join(ev["choices"][0]["delta"].get("content") or "" for ev in events if ev["choices"]).strip()
+
+
+@pytest.mark.parametrize("question", [LEAVE_Q, "What is the warranty period of the Zentrix 900 toaster?"])
+def test_query_chat_and_stream_answer_alike_offline(live, question):
+    """/v1/query, a chat completion and a streamed one run the same stages: the same text."""
+    status, _, body = live.request("POST", "/v1/query", {"question": question}, STAFF)
+    assert status == 200
+    answer = body["answer"]
+    resp = _client(live).chat.completions.create(model="vdgr", messages=[{"role": "user", "content": question}])
+    assert resp.choices[0].message.content == answer == _streamed_text(live, question)
+
+
+def test_llm_answer_and_its_stream_are_screened_alike(llm_live, openai_server):
+    reply = ("Employees get 25 days of annual leave [1]. "
+             "Quantum flux capacitors recalibrate nightly across orbital datacenters [1]. "
+             "Request leave in the HR portal or call 030 901820, password: hunter2 [1].")
+    openai_server.responder = lambda r: reply if _is_answer(r) else json.dumps({"domain": "HR_Policies", "reason": ""})
+    whole = _client(llm_live).chat.completions.create(
+        model="vdgr", messages=[{"role": "user", "content": LEAVE_Q}]).choices[0].message.content
+    streamed = _streamed_text(llm_live, LEAVE_Q)
+    assert whole == streamed
+    assert "25 days" in whole and WITHHELD in whole and "hunter2" not in whole and "901820" not in whole
+
