@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.build import build_pipeline
+from pipelines.metrics import beam_counter
 from pipelines.options import pipeline_options, runs_in_this_process
 from pipelines.staging import Staging
 from schemas import tables as T
@@ -50,14 +50,6 @@ class BuildReport:
     secret_findings: int = 0
     # an update: rows each table lost and gained (pipelines.delta_update.UpdateWrites)
     update_writes: Optional[object] = None
-
-
-def _counter(result, name: str) -> int:
-    try:
-        res = result.metrics().query(MetricsFilter().with_namespace("vdgr").with_name(name))
-        return int(sum(c.committed or c.attempted or 0 for c in res["counters"]))
-    except Exception:  # some runners do not report metrics
-        return -1
 
 
 def with_precision(config: BuildConfig, recorded: Optional[dict] = None) -> BuildConfig:
@@ -197,12 +189,12 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         rows=dict(manifest.counts),
         dead_letters=manifest.counts[T.DEAD_LETTERS],
         documents_seen=len(scan.tasks) + len(skipped),
-        embeddings_computed=_counter(result, "embeddings_computed"),
-        embeddings_from_cache=_counter(result, "embeddings_from_cache"),
+        embeddings_computed=beam_counter(result, "embeddings_computed"),
+        embeddings_from_cache=beam_counter(result, "embeddings_from_cache"),
         wall_s=time.perf_counter() - t0,
         stage_s=stage,
-        llm_calls=_counter(result, "llm_calls"),
-        llm_fallbacks=_counter(result, "llm_fallbacks"),
+        llm_calls=beam_counter(result, "llm_calls"),
+        llm_fallbacks=beam_counter(result, "llm_fallbacks"),
         secret_findings=manifest.counts.get(T.SECRET_FINDINGS, 0),
     )
 
