@@ -303,12 +303,12 @@ def config_rows(configs: dict, cols) -> list[str]:
 
 
 def write_report(name: str, report: dict, text: str) -> None:
-    """``bench/out/<name>.json`` and the block ``name`` of BENCHMARKS.md."""
-    from bench.update_benchmarks_md import merge_block
+    """``bench/out/<name>.json`` and the block ``name`` where it lives (BENCHMARKS.md, or
+    docs/RESEARCH.md for research prototypes: ``update_benchmarks_md.write_block``)."""
+    from bench.update_benchmarks_md import write_block
 
     (REPO / "bench" / "out" / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md = REPO / "BENCHMARKS.md"
-    md.write_text(merge_block(md.read_text(encoding="utf-8"), name, text), encoding="utf-8")
+    write_block(name, text)
 
 
 def render(report: dict) -> str:
