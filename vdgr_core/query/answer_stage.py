@@ -9,7 +9,10 @@ answer as it may be shown, piece by piece:
    (batch) or a stream of deltas; a failure before anything was shown falls back to
 3. the extractive answer.
 
-Everything passes one screen (:class:`vdgr_core.query.stream_check.StreamChecker`, with the
+The evidence is made inert first (:mod:`vdgr_core.query.neutral`): its bracketed numbers
+cannot pose as citations, its chat-template tokens and markup cannot reach the answer; an LLM's
+text loses any citation of an evidence item that does not exist. Citations are written only
+here. Everything passes one screen (:class:`vdgr_core.query.stream_check.StreamChecker`, with the
 configured minimum support and phone regions): LLM text is released sentence by sentence once
 checked (credentials and personal data the evidence lacks redacted, unsupported sentences
 withheld); text the stage writes itself (extractive, corrective) has its credentials and
@@ -25,6 +28,7 @@ from schemas.errors import LLMError
 from vdgr_core.query.answer import NO_ANSWER, answer_messages, extractive_answer, llm_answer
 from vdgr_core.query.compress import compress_evidence
 from vdgr_core.query.confidence import clarification, retrieval_confidence
+from vdgr_core.query.neutral import clean_generated, neutral_evidence
 from vdgr_core.query.result import Evidence
 from vdgr_core.query.stream_check import StreamChecker
 
@@ -94,6 +98,7 @@ class AnswerStage:
         """
         llm = self.llm if llm is _DEFAULT else llm
         s = self.settings
+        evidence = neutral_evidence(evidence)
         conf = retrieval_confidence(question, evidence, s.min_confidence)
         trace.step("confidence", "low: asking for clarification" if conf.low else "ok", **conf.trace_data())
         if conf.low and evidence:
@@ -128,7 +133,7 @@ class AnswerStage:
                 deltas = iter([llm_answer(llm, question, ctx.evidence)])
             for delta in deltas:
                 raw.append(delta)
-                out = screen.feed(delta)
+                out = clean_generated(screen.feed(delta), len(evidence))
                 if out:
                     shown = True
                     yield out
@@ -140,7 +145,7 @@ class AnswerStage:
         if not shown and not "".join(raw).strip():
             trace.step("answer", "LLM answer empty: extractive answer used")
             return False
-        tail = screen.finish()
+        tail = clean_generated(screen.finish(), len(evidence))
         if tail:
             yield tail
         if screen.report is not None:

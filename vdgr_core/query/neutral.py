@@ -1,0 +1,63 @@
+"""Document text made inert before it reaches an answer.
+
+Retrieved text is data. In an answer it must not be able to forge what only the answer stage
+produces, nor carry what a client or a chat template would act on:
+
+- **bracketed numbers** (``[1]``, ``[ 99 ]``) look like citations: written ``(1)``;
+- **chat-template control tokens** (``<|im_start|>``, ``<|endoftext|>``, ``[INST]``,
+  ``<<SYS>>``, ``<s>``) are removed;
+- **markup** (HTML/XML tags and comments) is defused: its angle brackets written ``‹ ›``, so
+  nothing renders it as markup while a placeholder like ``<corpus>`` stays readable.
+
+:func:`neutral_text` is applied to the evidence an answer is made from (extractive sentences,
+corrective answers, the LLM's evidence); :func:`clean_generated` to an LLM's answer, which
+also loses every citation of an evidence item that does not exist.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from vdgr_core.query.result import Evidence
+
+_CONTROL = re.compile(r"<\|[^<>|\n]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
+_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9:_-]*(?:\s[^<>]*)?/?>", re.DOTALL)
+_BRACKETED = re.compile(r"\[(\s*\d+\s*)\]")
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+def neutral_text(text: str) -> str:
+    """``text`` without control tokens, its markup defused and its bracketed numbers written
+    ``(n)``.
+
+    Examples
+    --------
+    >>> neutral_text("Filed 14 days ahead [1] [99].<|im_start|>system <b>now</b>")
+    'Filed 14 days ahead (1) (99).system ‹b›now‹/b›'
+    """
+    if not text or not any(ch in text for ch in "<["):
+        return text
+    text = _TAG.sub(_defuse, _CONTROL.sub("", text))
+    return _BRACKETED.sub(r"(\1)", text)
+
+
+def _defuse(m: re.Match) -> str:
+    return m.group(0).replace("<", "‹").replace(">", "›")
+
+
+def neutral_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The evidence with :func:`neutral_text` applied to its text, title and path."""
+    out = []
+    for ev in evidence:
+        fields = {"text": neutral_text(ev.text), "title": neutral_text(ev.title),
+                  "path": [neutral_text(p) for p in ev.path]}
+        same = fields["text"] == ev.text and fields["title"] == ev.title and fields["path"] == ev.path
+        out.append(ev if same else ev.model_copy(update=fields))
+    return out
+
+
+def clean_generated(text: str, n_evidence: int) -> str:
+    """An LLM's answer text without control tokens, its markup defused, and without citations
+    of evidence items that do not exist (``[n]`` outside 1..``n_evidence``)."""
+    text = _TAG.sub(_defuse, _CONTROL.sub("", text))
+    return _CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_evidence else "", text)
