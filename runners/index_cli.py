@@ -172,7 +172,7 @@ def print_report(report, out=None) -> None:
 def run(args, beam_args) -> int:
     from schemas.errors import VdgrError
 
-    _setup_logging(args.quiet)
+    setup_logging(args.quiet)
     try:
         config = build_config(args)
         beam_args = apply_preset(args.preset, beam_args)
@@ -181,7 +181,7 @@ def run(args, beam_args) -> int:
             from pipelines.run_build import run_build
 
             with fewer_full_collections():
-                report = run_build(config, beam_args, progress=_progress(args.quiet))
+                report = run_build(config, beam_args, progress=progress_printer(args.quiet))
     except (VdgrError, ValueError) as exc:
         print(f"vdgr index: error: {exc}", file=sys.stderr)
         return 2
@@ -209,7 +209,8 @@ def fewer_full_collections():
         gc.unfreeze()
 
 
-def _progress(quiet: bool):
+def progress_printer(quiet: bool):
+    """The ``say`` callback of a command: ``[vdgr] line`` on stderr, nothing when ``quiet``."""
     def say(line: str) -> None:
         if not quiet:
             print(f"[vdgr] {line}", file=sys.stderr, flush=True)
@@ -226,7 +227,9 @@ class _ThirdPartyNotices(logging.Filter):
                     and "site-packages" in record.pathname)
 
 
-def _setup_logging(quiet: bool) -> None:
+def setup_logging(quiet: bool) -> None:
+    """Logging of a command: warnings on stderr (libraries' notices about themselves dropped),
+    ``vdgr`` info lines unless ``quiet``."""
     logging.basicConfig(level=logging.WARNING, format="[%(name)s] %(message)s")
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _ThirdPartyNotices) for f in handler.filters):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from runners.index_cli import (_progress, _setup_logging, add_build_arguments, fewer_full_collections,
-                               print_report, update_config)
+from runners.index_cli import (add_build_arguments, fewer_full_collections, print_report, progress_printer,
+                               setup_logging, update_config)
 from runners.early_embedder import early_embedder
 from runners.presets import apply_preset
 from schemas.config import BuildConfig, check_settings
@@ -58,9 +58,9 @@ def run_update_cmd(args, beam_args) -> int:
         with early_embedder(config, wanted=exists):
             from pipelines.run_update import run_update
 
-            _setup_logging(args.quiet)
+            setup_logging(args.quiet)
             with fewer_full_collections():
-                report = run_update(config, apply_preset(args.preset, beam_args), _progress(args.quiet),
+                report = run_update(config, apply_preset(args.preset, beam_args), progress_printer(args.quiet),
                                     settings_change=args.new_settings)
     except (VdgrError, ValueError) as exc:
         print(f"vdgr update: error: {exc}", file=sys.stderr)
@@ -81,7 +81,7 @@ def run_watch_cmd(args, beam_args) -> int:
         return 2
     from pipelines.watch import run_watch
 
-    _setup_logging(args.quiet)
+    setup_logging(args.quiet)
 
     def on_poll(r):
         print(f"[watch] {r.summary}" + (f" -> index {r.build_id}" if r.build_id else ""), flush=True)
