@@ -31,6 +31,14 @@ KEYS = {
 STAFF, HR, TIGHT = (k["key"] for k in KEYS["keys"])
 
 
+def json_or_text(raw):
+    """A response body as JSON when it parses, else as it came."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
 def write_keys(path: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(KEYS, f)
@@ -63,11 +71,7 @@ class LiveServer:
             hdrs = {k.lower(): v for k, v in r.getheaders()}
         finally:
             conn.close()
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = raw
-        return r.status, hdrs, parsed
+        return r.status, hdrs, json_or_text(raw)
 
     def sse(self, path: str, body: Any, key: str) -> Iterator[dict]:
         """The ``data:`` events of a streamed POST, parsed, as they arrive (``[DONE]`` ends)."""

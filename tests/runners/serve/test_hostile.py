@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from runners.serve.errors import openai_shaped
 from tests.support.fuzz import FUZZ
-from tests.support.live_server import STAFF, LiveServer, write_keys
+from tests.support.live_server import STAFF, LiveServer, json_or_text, write_keys
 from tests.support.tiny_index import DIM
 
 REPO = Path(__file__).resolve().parents[3]
@@ -156,11 +156,7 @@ def stream_post(server: Served, path: str, body: Iterator[bytes], *, length: Opt
         headers = {k.lower(): v for k, v in resp.getheaders()}
     finally:
         sock.close()
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = raw
-    return resp.status, headers, parsed, sent
+    return resp.status, headers, json_or_text(raw), sent
 
 
 def refused(server: Served) -> dict[str, float]:
