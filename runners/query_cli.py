@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 from schemas.config import EmbeddingConfig, GuardrailConfig, LLMConfig, QueryConfig, RerankerConfig
 from schemas.errors import VdgrError
 
-ROUTES = ("bm25", "dense", "hybrid", "toc", "graph")
+ROUTES = ("bm25", "dense", "hybrid", "toc", "graph")     # the built-in routes (vdgr_core/query/routes/)
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -71,9 +71,11 @@ def query_config(args, manifest) -> QueryConfig:
     extra = {}
     if args.routes:
         routes = tuple(r.strip() for r in args.routes.split(",") if r.strip())
-        bad = [r for r in routes if r not in ROUTES]
+        from vdgr_core.query.routes import REGISTRY
+
+        bad = [r for r in routes if r not in REGISTRY]
         if bad or not routes:
-            raise VdgrError(f"unknown route(s) {bad}; choose from {', '.join(ROUTES)}")
+            raise VdgrError(f"unknown route(s) {bad}; choose from {', '.join(sorted(REGISTRY))}")
         extra["routes"] = routes
     if args.k is not None:
         extra["k"] = args.k

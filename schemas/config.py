@@ -6,10 +6,11 @@ reads a dict by string keys.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.errors import SettingsChangeError
 
@@ -247,6 +248,9 @@ class RerankerConfig(_Frozen):
         return self
 
 
+_ROUTE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
 def _check(ok: bool, what: str) -> None:
     if not ok:
         raise ValueError(what)
@@ -455,7 +459,9 @@ class QueryConfig(_Frozen):
     """
 
     k: int = Field(default=10, ge=1, le=200)
-    routes: tuple[Literal["bm25", "dense", "hybrid", "toc", "graph"], ...] = ("hybrid", "graph")
+    # route names as registered in vdgr_core/query/routes/ (built in: bm25, dense, hybrid, toc,
+    # graph); a name no route registers is refused when a knowledge base is opened
+    routes: tuple[str, ...] = ("hybrid", "graph")
     composition: Literal["parallel", "sequential"] = "parallel"
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
@@ -507,6 +513,16 @@ class QueryConfig(_Frozen):
     min_confidence: float = Field(default=0.4, ge=0, le=1)
     # evidence tokens handed to an LLM answer after extractive compression (0 = no compression)
     context_budget_tokens: int = Field(default=600, ge=0)
+
+    @field_validator("routes")
+    @classmethod
+    def _route_names(cls, routes: tuple[str, ...]) -> tuple[str, ...]:
+        if not routes:
+            raise ValueError("routes must name at least one route")
+        bad = [r for r in routes if not _ROUTE_NAME.fullmatch(r)]
+        if bad:
+            raise ValueError(f"route names are lower-case words (a-z, 0-9, _): {bad}")
+        return routes
 
     @model_validator(mode="before")
     @classmethod

@@ -85,6 +85,9 @@ class KnowledgeBase:
         self.embedder = embedder
         self.llm = llm
         sl = config.slices
+        unknown = [r for r in sl.retrieve.routes if r not in REGISTRY]
+        if unknown:
+            raise ConfigError(f"unknown route(s) {unknown}; registered: {', '.join(sorted(REGISTRY))}")
         # another knowledge base's VectorSearch may be shared (same view and ann settings)
         self.vectors = vectors if vectors is not None else VectorSearch(data, sl.ann)
         self.router = Router(data, sl.routing, self.vectors, llm)
@@ -117,7 +120,8 @@ class KnowledgeBase:
         schemas.errors.IndexError_
             No readable manifest, or an index written before query layouts existed.
         schemas.errors.ConfigError
-            The embedder does not match the index.
+            The embedder does not match the index, or ``config.routes`` names a route no
+            module of :mod:`vdgr_core.query.routes` registers.
         """
         reader = IndexReader(index_dir)
         m = reader.manifest
