@@ -46,12 +46,12 @@ def capture(es, work: Path, log=print) -> tuple[object, list[dict]]:
 
     kb.retriever._fuse = types.MethodType(spy, kb.retriever)
     # the graph list captured is the graph route alone (seeded by dense hits), not the second hop
-    kb.retriever._second_hop = lambda lists, *a: [*lists, kb.retriever.run_route("graph", *a)]
+    kb.retriever._second_hop = lambda lists, q: [*lists, kb.retriever.run_route("graph", q)]
     retrieve = kb.retriever.retrieve
 
-    def spy_retrieve(question, qvec, scope, domains, trace, routes=None):
-        seen.update(rq=question, qvec=qvec, scope=scope, domains=list(domains))
-        return retrieve(question, qvec, scope, domains, trace, routes)
+    def spy_retrieve(q, routes=None):
+        seen.update(rq=q.text, qvec=q.qvec, scope=q.scope, domains=list(q.domains))
+        return retrieve(q, routes)
 
     kb.retriever.retrieve = spy_retrieve
     out = []

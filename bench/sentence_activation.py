@@ -131,6 +131,7 @@ def activated_graph_route(data, vectors, config, sentences: Sentences):
 
 def run_set(es, work: Path, betas: Sequence[float], log=print) -> dict:
     from vdgr_core.query.knowledge_base import KnowledgeBase
+    from vdgr_core.query.vectors import VectorSearch
 
     opened = open_set(es, work)
     ds, questions = opened.ds, opened.questions
@@ -147,10 +148,9 @@ def run_set(es, work: Path, betas: Sequence[float], log=print) -> dict:
     runs += [(f"full + sentence activation, graph_beta {b}", default.model_copy(update={"graph_beta": b}), True)
              for b in betas]
     for name, cfg, activated in runs:
-        kb = KnowledgeBase(reader, data, cfg, embedder)
-        if activated:
-            kb.graph = activated_graph_route(data, kb.vectors, cfg, sentences)
-            kb.retriever._graph = kb.graph
+        vectors = VectorSearch(data, cfg.slices.ann)
+        graph = activated_graph_route(data, vectors, cfg, sentences) if activated else None
+        kb = KnowledgeBase(reader, data, cfg, embedder, vectors=vectors, graph=graph)
         t0 = time.perf_counter()
         out["configs"][name] = _aggregate(_answer(kb, questions, ds))
         key = es.primary + "@5"

@@ -75,10 +75,23 @@ class KnowledgeBase:
     A query is a :class:`vdgr_core.query.context.QueryContext` passed through
     :class:`vdgr_core.query.stages.QueryStages` (screen, route, retrieve, expand, evidence,
     answer); each component is built from its own slice of ``config`` (``config.slices``).
+
+    Parameters
+    ----------
+    reader : IndexReader
+    data : IndexView
+    config : QueryConfig
+    embedder
+        Embeds questions (the index's model).
+    llm : LLMClient, optional
+    vectors : VectorSearch, optional
+        Shared with another knowledge base over the same view and ANN settings.
+    graph : GraphRoute, optional
+        The graph walk the graph route and the expansion use; by default the index's own.
     """
 
     def __init__(self, reader: IndexReader, data: IndexView, config: QueryConfig, embedder, llm=None,
-                 vectors: Optional[VectorSearch] = None):
+                 vectors: Optional[VectorSearch] = None, graph: Optional[GraphRoute] = None):
         self.reader = reader
         self.data = data
         self.config = config
@@ -91,7 +104,8 @@ class KnowledgeBase:
         # another knowledge base's VectorSearch may be shared (same view and ann settings)
         self.vectors = vectors if vectors is not None else VectorSearch(data, sl.ann)
         self.router = Router(data, sl.routing, self.vectors, llm)
-        self.graph = GraphRoute(data, self.vectors, sl.graph)
+        # a graph walk of the caller's (a research variant over the same view), else the index's
+        self.graph = graph if graph is not None else GraphRoute(data, self.vectors, sl.graph)
         deps = RouteDeps(data, self.vectors, make_reranker(config.reranker, llm), self.graph, sl.fusion, sl.graph,
                          sl.toc, llm)
         self.retriever = Retriever(data, build_routes(deps, REGISTRY), sl.retrieve, sl.fusion, llm)
