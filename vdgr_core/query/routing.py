@@ -218,10 +218,15 @@ class Router:
               domain: Optional[str] = None) -> RoutingDecision:
         """Decide which domains (and collection) to search.
 
-        An explicit ``domain`` is a hard filter: it is reported with confidence 1.0.
+        An explicit ``domain`` is a hard filter: it is reported with confidence 1.0. A domain the
+        caller cannot read is resolved exactly like one that does not exist, here, before any
+        search work: no domain, nothing searched (the same trace, answer and timings for both).
         """
         view = self._view(scope.groups)
         if domain is not None:
+            if domain not in view.infos:
+                trace.step("routing", f"explicit domain {domain!r}: no such domain", domains=[])
+                return RoutingDecision([])
             trace.step("routing", f"explicit domain {domain!r}", domains=[domain])
             return self._finish(question, RoutingDecision([DomainScore(domain=domain, confidence=1.0)]), trace,
                                 view)

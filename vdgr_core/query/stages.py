@@ -70,9 +70,13 @@ class QueryStages:
         if not self.screen(ctx):
             return self.result(ctx, REFUSAL)
         self.route(ctx)
-        with ctx.trace.stage("retrieve"):
-            ctx.hits = self.retriever.retrieve(ctx.search)
-        ctx.hits = self.expander.expand(ctx.search, ctx.hits, ctx.k)
+        if ctx.domains:
+            with ctx.trace.stage("retrieve"):
+                ctx.hits = self.retriever.retrieve(ctx.search)
+            ctx.hits = self.expander.expand(ctx.search, ctx.hits, ctx.k)
+        else:       # nothing the caller may read (or no such domain): no search work at all
+            ctx.hits = []
+            ctx.trace.step("retrieve", "no readable domain: nothing searched")
         self.evidence(ctx)
         if with_answer:
             with ctx.trace.stage("answer"):

@@ -41,3 +41,36 @@ def test_restricted_document_found_with_group(open_kb, routes):
 def test_routing_summaries_respect_acl(kb):
     r = kb.query(SECRET_TITLE)
     assert "Salary" not in str([s.data for s in r.trace.steps if s.stage == "routing"])
+
+
+@pytest.fixture(scope="module")
+def netops_kb(tmp_path_factory):
+    """The tiny index plus a domain only group "netops" may read."""
+    from tests.support.tiny_index import DESCRIPTIONS, DOCS, Doc, build_tiny_index
+    from tests.vdgr_core.query.conftest import config
+    from vdgr_core.query.knowledge_base import KnowledgeBase
+
+    runbook = Doc("NetOps_Runbooks", "Runbooks", "", "Core router failover", (
+        ("Failover", ("Drain the core router, then move the VRRP priority to the standby.",)),), acl=("netops",))
+    index = build_tiny_index(str(tmp_path_factory.mktemp("netops_index")), docs=(*DOCS, runbook),
+                             descriptions={**DESCRIPTIONS, "NetOps_Runbooks": "Network operations runbooks"})
+    return KnowledgeBase.open(index, config())
+
+
+def _observable(result) -> dict:
+    """Everything a caller sees of a result but the timings' values (their keys stay)."""
+    steps = [(s.stage, s.message.replace("NetOps_Runbooks", "<domain>").replace("No_Such_Domain", "<domain>"),
+              s.data) for s in result.trace.steps]
+    return {"answer": result.answer, "evidence": [e.chunk_id for e in result.evidence],
+            "routing": [r.model_dump() for r in result.routing], "steps": steps,
+            "stages": sorted(result.trace.timings_ms)}
+
+
+def test_an_unreadable_domain_is_resolved_like_a_missing_one(netops_kb):
+    question = "How do I fail over the core router?"
+    hidden = netops_kb.query(question, domain="NetOps_Runbooks", groups=["staff"])
+    missing = netops_kb.query(question, domain="No_Such_Domain", groups=["staff"])
+    assert _observable(hidden) == _observable(missing)
+    assert not any(k.startswith("route_") for k in hidden.trace.timings_ms)     # no search work at all
+    readable = netops_kb.query(question, domain="NetOps_Runbooks", groups=["netops"])
+    assert any("Core router failover" in e.path for e in readable.evidence)
