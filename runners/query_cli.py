@@ -99,9 +99,6 @@ def query_config(args, manifest) -> QueryConfig:
                        routing=not args.no_routing, **extra)
 
 
-_config = query_config        # the name ``vdgr serve`` imported before it was public
-
-
 def run(args) -> int:
     """Run the ``query`` subcommand; return the exit status (0 ok, 2 usage or index error)."""
     from vdgr_core.query.knowledge_base import KnowledgeBase

@@ -43,7 +43,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def build_app(args):
     """The application ``args`` describe (also used by tests and the benchmark)."""
-    from runners.query_cli import _config
+    from runners.query_cli import query_config
     from runners.serve.app import create_app
     from runners.serve.auth import Authenticator, JWTSettings, RateLimiter, load_keys
     from runners.serve.guard import ServeLimits
@@ -60,7 +60,7 @@ def build_app(args):
         with open(args.jwt_key_file, encoding="utf-8") as f:
             jwt = JWTSettings(algorithm=args.jwt_algorithm, key=f.read().strip(), audience=args.jwt_audience,
                               issuer=args.jwt_issuer)
-    config = _config(args, read_manifest(args.index))
+    config = query_config(args, read_manifest(args.index))
     holder = SnapshotHolder(args.index, lambda index, emb: open_snapshot(index, config, emb),
                             poll_s=args.reload_interval)
     return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit), limits=limits)
