@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from vdgr_core.query.result import Evidence
+from vdgr_core.query.result import Citation, Evidence
 
 _CONTROL = re.compile(r"<\|[^<>|\n]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
 _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9:_-]*(?:\s[^<>]*)?/?>", re.DOTALL)
@@ -61,3 +61,10 @@ def clean_generated(text: str, n_evidence: int) -> str:
     of evidence items that do not exist (``[n]`` outside 1..``n_evidence``)."""
     text = _TAG.sub(_defuse, _CONTROL.sub("", text))
     return _CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_evidence else "", text)
+
+
+def citations(answer: str, n_evidence: int) -> list[Citation]:
+    """The citations of a finished answer: each ``[n]`` with n in 1..``n_evidence``, with its
+    offsets (the answer stage's markers; retrieved text has none left)."""
+    return [Citation(start=m.start(), end=m.end(), evidence=int(m.group(1))) for m in _CITATION.finditer(answer)
+            if 1 <= int(m.group(1)) <= n_evidence]

@@ -54,8 +54,22 @@ class Trace(BaseModel):
     steps: list[TraceStep] = Field(default_factory=list)
 
 
+class Citation(BaseModel):
+    """One citation of the answer: ``answer[start:end]`` (``[n]``) cites ``evidence[n - 1]``."""
+
+    start: int
+    end: int
+    evidence: int           # 1-based, as written in the answer
+
+
 class QueryResult(BaseModel):
-    """The answer to one question (evidence best first, at most k items)."""
+    """The answer to one question (evidence best first, at most k items).
+
+    ``citations`` are the answer stage's own: every ``[n]`` of the answer that cites an
+    evidence item of this result, with its offsets (brackets in retrieved text are neutralised
+    before an answer is made, so none comes from a document). A client renders links from
+    them, never by looking for brackets in the text.
+    """
 
     id: str
     question: str
@@ -63,3 +77,4 @@ class QueryResult(BaseModel):
     routing: list[DomainScore]
     evidence: list[Evidence]
     trace: Trace
+    citations: list[Citation] = Field(default_factory=list)

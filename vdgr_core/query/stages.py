@@ -31,6 +31,7 @@ from vdgr_core.query.evidence import injection_flags, to_evidence
 from vdgr_core.query.expand import Expander
 from vdgr_core.query.fusion import cap_per_document
 from vdgr_core.query.guardrails import screen_query
+from vdgr_core.query.neutral import citations
 from vdgr_core.query.pipeline import Retriever
 from vdgr_core.query.result import QueryResult
 from vdgr_core.query.routing import Router
@@ -129,4 +130,5 @@ class QueryStages:
     def result(ctx: QueryContext, answer: str) -> QueryResult:
         """The result of ``ctx`` with ``answer`` (the trace finished now)."""
         return QueryResult(id=ctx.qid, question=ctx.question, answer=answer, routing=ctx.routing,
-                           evidence=ctx.evidence, trace=ctx.trace.finish())
+                           evidence=ctx.evidence, trace=ctx.trace.finish(),
+                           citations=citations(answer, len(ctx.evidence)))

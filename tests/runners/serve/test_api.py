@@ -20,12 +20,15 @@ def test_query_returns_the_result_contract(live):
     status, headers, body = live.request("POST", "/v1/query", {"question": "How many days of annual leave?",
                                                                 "k": 3}, key=STAFF)
     assert status == 200, body
-    assert set(body) == {"id", "question", "answer", "routing", "evidence", "trace"}
+    assert set(body) == {"id", "question", "answer", "routing", "evidence", "trace", "citations"}
     assert 0 < len(body["evidence"]) <= 3
     ev = body["evidence"][0]
     assert set(ev) >= {"chunk_id", "domain", "version", "source", "path", "title", "text", "score", "routes"}
     assert body["routing"][0]["domain"] == "HR_Policies"
     assert "25 days" in body["answer"] and "[1]" in body["answer"]
+    cites = body["citations"]                       # the answer's [n], with offsets, n an evidence item
+    assert cites and all(body["answer"][c["start"]:c["end"]] == f"[{c['evidence']}]"
+                         and 1 <= c["evidence"] <= len(body["evidence"]) for c in cites)
     assert "total" in body["trace"]["timings_ms"]
     assert headers["x-vdgr-build-id"] == live.holder.current().build_id
 

@@ -36,7 +36,7 @@ def test_cli_single_question_json(tiny_index, capsys):
     res = QueryResult.model_validate_json(capsys.readouterr().out)
     assert 0 < len(res.evidence) <= 3
     assert res.evidence[0].title == "Wireless PowerShare" and res.evidence[0].version == "1.0"
-    assert set(json.loads(res.model_dump_json())) == {"id", "question", "answer", "routing", "evidence", "trace"}
+    assert set(json.loads(res.model_dump_json())) == {"id", "question", "answer", "routing", "evidence", "trace", "citations"}
 
 
 def test_cli_text_and_explain(tiny_index, capsys):

@@ -60,3 +60,11 @@ def test_neutral_text_keeps_ordinary_text():
     assert neutral_text(plain) == plain.replace("<corpus>", "‹corpus›")
     assert neutral_text("See table [A] and [x1].") == "See table [A] and [x1]."
     assert clean_generated("Yes [1][3] <|endoftext|>", 2) == "Yes [1] "
+
+
+def test_citations_are_the_answer_stages_markers_with_offsets():
+    from vdgr_core.query.neutral import citations
+
+    answer = "Hold WPS for 5 s [1]. Then power it off [2]; see also [7]."
+    got = citations(answer, n_evidence=2)
+    assert [(answer[c.start:c.end], c.evidence) for c in got] == [("[1]", 1), ("[2]", 2)]
