@@ -218,23 +218,29 @@ class Router:
               domain: Optional[str] = None) -> RoutingDecision:
         """Decide which domains (and collection) to search.
 
-        An explicit ``domain`` is a hard filter: it is reported with confidence 1.0. A domain the
-        caller cannot read is resolved exactly like one that does not exist, here, before any
-        search work: no domain, nothing searched (the same trace, answer and timings for both).
+        An explicit ``domain`` is a hard filter: it is reported with confidence 1.0. A domain, or
+        a requested version, the caller cannot read is resolved exactly like one that does not
+        exist, here, before any search work: no domain, nothing searched (the same trace,
+        answer and timings for both).
         """
         view = self._view(scope.groups)
+        versions = scope.search.versions
         if domain is not None:
             if domain not in view.infos:
                 trace.step("routing", f"explicit domain {domain!r}: no such domain", domains=[])
+                return RoutingDecision([])
+            if versions is not None and not set(view.infos[domain].versions) & set(versions):
+                trace.step("routing", f"explicit domain {domain!r}: no such version", domains=[])
                 return RoutingDecision([])
             trace.step("routing", f"explicit domain {domain!r}", domains=[domain])
             return self._finish(question, RoutingDecision([DomainScore(domain=domain, confidence=1.0)]), trace,
                                 view)
         names = sorted(view.infos)
-        versions = scope.search.versions
         if versions is not None:
-            with_version = [n for n in names if set(view.infos[n].versions) & set(versions)]
-            names = with_version or names
+            # only domains with a readable document of that version (the search filters on it)
+            names = [n for n in names if set(view.infos[n].versions) & set(versions)]
+            if not names:
+                trace.step("routing", "no readable domain has that version", domains=[])
         if not names:
             return RoutingDecision([])
         if not self._config.enabled or len(names) == 1:

@@ -52,7 +52,9 @@ def netops_kb(tmp_path_factory):
 
     runbook = Doc("NetOps_Runbooks", "Runbooks", "", "Core router failover", (
         ("Failover", ("Drain the core router, then move the VRRP priority to the standby.",)),), acl=("netops",))
-    index = build_tiny_index(str(tmp_path_factory.mktemp("netops_index")), docs=(*DOCS, runbook),
+    firmware = Doc("Galaxy_S10", "Manual", "9.9", "Engineering firmware", (
+        ("Modem bring-up", ("Flash the engineering modem image with the Odin service tool.",)),), acl=("netops",))
+    index = build_tiny_index(str(tmp_path_factory.mktemp("netops_index")), docs=(*DOCS, runbook, firmware),
                              descriptions={**DESCRIPTIONS, "NetOps_Runbooks": "Network operations runbooks"})
     return KnowledgeBase.open(index, config())
 
@@ -60,7 +62,7 @@ def netops_kb(tmp_path_factory):
 def _observable(result) -> dict:
     """Everything a caller sees of a result but the timings' values (their keys stay)."""
     steps = [(s.stage, s.message.replace("NetOps_Runbooks", "<domain>").replace("No_Such_Domain", "<domain>"),
-              s.data) for s in result.trace.steps]
+              s.data) for s in result.trace.steps]       # the name asked for is echoed: not a leak
     return {"answer": result.answer, "evidence": [e.chunk_id for e in result.evidence],
             "routing": [r.model_dump() for r in result.routing], "steps": steps,
             "stages": sorted(result.trace.timings_ms)}
@@ -74,3 +76,14 @@ def test_an_unreadable_domain_is_resolved_like_a_missing_one(netops_kb):
     assert not any(k.startswith("route_") for k in hidden.trace.timings_ms)     # no search work at all
     readable = netops_kb.query(question, domain="NetOps_Runbooks", groups=["netops"])
     assert any("Core router failover" in e.path for e in readable.evidence)
+
+
+@pytest.mark.parametrize("domain", [None, "Galaxy_S10"])
+def test_an_unreadable_version_is_resolved_like_a_missing_one(netops_kb, domain):
+    question = "How do I flash the engineering modem image?"
+    hidden = netops_kb.query(question, domain=domain, version="9.9", groups=["staff"])
+    missing = netops_kb.query(question, domain=domain, version="8.8", groups=["staff"])
+    assert _observable(hidden) == _observable(missing)
+    assert not any(k.startswith("route_") for k in hidden.trace.timings_ms)
+    readable = netops_kb.query(question, domain=domain, version="9.9", groups=["netops"])
+    assert any("Engineering firmware" in e.path for e in readable.evidence)
