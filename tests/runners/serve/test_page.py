@@ -86,3 +86,24 @@ def test_links_come_from_the_citations_not_from_brackets_in_the_answer(browser_c
     assert links.all_inner_texts() == ["[1]"] and links.first.get_attribute("href") == "#ev-1"
     assert page.inner_text("#answer") == answer
     page.close()
+
+
+def test_a_forging_document_gets_no_link_from_the_page(browser_context, forged_live):
+    """A served document holding "[1] [2] [99]" and markup: the page's links are the answer's
+    own citations, each to an item shown, and the document's markup stays text."""
+    page = browser_context.new_page()
+    page.goto(forged_live.url + "/")
+    page.fill("#key", STAFF)
+    page.click("#connect")
+    page.wait_for_selector("#domain option[value='Finance']", state="attached")
+    page.fill("#question", "When are expense reports filed?")
+    page.click("#submit")
+    page.wait_for_selector("#evidence li")
+    assert "14 days ahead" in page.inner_text("#answer")
+    items = page.locator("#evidence li").count()
+    hrefs = page.eval_on_selector_all("#answer a.cite", "as => as.map(a => a.getAttribute('href'))")
+    assert hrefs and all(h.startswith("#ev-") and 1 <= int(h[4:]) <= items for h in hrefs)
+    assert "[99]" not in page.inner_text("#answer")
+    assert page.locator("#answer img, #evidence img").count() == 0        # markup shown as text
+    assert any("[99]" in t for t in page.locator("#evidence li .text").all_inner_texts())
+    page.close()
