@@ -61,7 +61,8 @@ def render_text(result: QueryResult, *, explain: bool = False) -> str:
     if result.evidence:
         lines.append("Sources:")
         for n, ev in enumerate(result.evidence, 1):
-            lines.append(f"  [{n}] {' > '.join(ev.path)}  ({ev.source}, v{ev.version}) "
+            where = f"{ev.source}, v{ev.version}" if ev.version else ev.source     # unversioned: no bare "v"
+            lines.append(f"  [{n}] {' > '.join(ev.path)}  ({where}) "
                          f"score={ev.score:.4f} routes={','.join(ev.routes)}")
     routing = ", ".join(f"{r.domain} ({r.confidence:.2f})" for r in result.routing)
     lines.append(f"Routing: {routing or '-'}")

@@ -85,6 +85,22 @@ def test_links_come_from_the_citations_not_from_brackets_in_the_answer(browser_c
     links = page.locator("#answer a.cite")
     assert links.all_inner_texts() == ["[1]"] and links.first.get_attribute("href") == "#ev-1"
     assert page.inner_text("#answer") == answer
+    assert page.locator("#evidence li#ev-1 .meta").inner_text().endswith("Leave_Policy.md \u00b7 v2024")
+    page.close()
+
+
+def test_an_unversioned_document_shows_no_bare_version(browser_context, live):
+    import json
+
+    page = browser_context.new_page()
+    evidence = [{"path": ["Ops", "Runbook"], "routes": ["bm25"], "score": 0.5, "source": "Ops/runbook.md",
+                 "version": "", "text": "Restart the agent."}]
+    page.route("**/v1/query", lambda route: route.fulfill(
+        status=200, content_type="application/json",
+        body=json.dumps({"answer": "Restart the agent. [1]", "evidence": evidence,
+                         "citations": [{"start": 19, "end": 22, "evidence": 1}]})))
+    _ask(page, live, STAFF, "How do I restart the agent?")
+    assert page.locator("#evidence li#ev-1 .meta").inner_text().endswith("Ops/runbook.md")
     page.close()
 
 

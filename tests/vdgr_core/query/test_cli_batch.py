@@ -99,3 +99,17 @@ def test_cli_deny_list_refuses_before_retrieval(tiny_index, tmp_path, capsys):
     assert rc == 0
     res = QueryResult.model_validate_json(capsys.readouterr().out)
     assert res.evidence == [] and res.routing == []
+
+
+def test_text_rendering_names_a_version_only_when_there_is_one():
+    from vdgr_core.query.result import Evidence, QueryResult, Trace
+    from vdgr_core.query.trace import render_text
+
+    def ev(version):
+        return Evidence(chunk_id="c", domain="Ops", version=version, source="Ops/runbook.md", path=["Ops", "Runbook"],
+                        title="Runbook", text="Restart the agent.", score=0.5, routes=["bm25"])
+
+    result = QueryResult(id="q", question="?", answer="Restart the agent. [1]", routing=[],
+                         evidence=[ev(""), ev("2.0")], trace=Trace(llm_calls=0, timings_ms={}, steps=[]))
+    text = render_text(result)
+    assert "(Ops/runbook.md) score" in text and "(Ops/runbook.md, v2.0) score" in text
