@@ -5,7 +5,8 @@ import json
 import pytest
 
 from schemas.config import (AnnSettings, AnswerSettings, ExpandSettings, FusionSettings, GraphSettings,
-                            GuardrailConfig, QueryConfig, RoutingSettings, TocSettings, slice_of)
+                            GuardrailConfig, QueryConfig, QuerySlices, RetrieveSettings, RoutingSettings,
+                            TocSettings, slice_of)
 
 # QueryConfig().model_dump() before the slices existed (graph_m included: it was a field)
 BEFORE = {
@@ -82,3 +83,11 @@ def test_cli_flags_give_the_same_config():
         routing=False).model_dump(exclude={"embedding", "reranker"})
     assert cfg.reranker.kind == "section" and cfg.slices.routing.enabled is False
     assert QueryConfig(guardrails=GuardrailConfig(screen_answers=False)).slices.answer.screen is False
+
+
+def test_slice_defaults_equal_the_config_defaults():
+    """The slices repeat QueryConfig's defaults (they are also built on their own, by benches
+    and tests): the two must not drift apart."""
+    assert QueryConfig().slices == QuerySlices(RetrieveSettings(), RoutingSettings(), FusionSettings(),
+                                               GraphSettings(), AnnSettings(), TocSettings(), ExpandSettings(),
+                                               AnswerSettings())
