@@ -57,7 +57,7 @@ from vdgr_core.indexing.tree_summary import llm_directory_summarizer
 from vdgr_core.entities import entity_importance
 from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.memory import release_unused_memory
-from vdgr_core.progress import reporting
+from vdgr_core.progress import plural, reporting
 from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
@@ -184,14 +184,15 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     # progress lines while documents are parsed and texts embedded (the row update embeds)
     with reporting(len(sub.tasks), say):
         if n_arriving <= config.update_in_driver_max_documents:
-            say(f"processing {n_arriving} arriving documents in this process (parse, chunk, annotate)")
+            say(f"processing {plural(n_arriving, 'arriving document')} in this process (parse, chunk, annotate)")
             arriving = process_in_driver(config, sub, dead_from_scan, dim)
         else:
-            say(f"processing {n_arriving} arriving documents with the pipeline (parse, chunk, annotate, embed)")
+            say(f"processing {plural(n_arriving, 'arriving document')} with the pipeline"
+                " (parse, chunk, annotate, embed)")
             arriving = _run_pipeline(config, sub, dead_from_scan, beam_args, model_id, dim)
         stage["documents_s"] = time.perf_counter() - t1
         failpoint("commit.staged")
-        say(f"reading the rows the change touches in {len(change.domains)} domains")
+        say(f"reading the rows the change touches in {plural(len(change.domains), 'domain')}")
         t2 = time.perf_counter()
         update = _RowUpdate(config, reader, change, scan, arriving, model_id, dim)
         changes = update.table_changes()

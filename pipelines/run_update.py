@@ -22,6 +22,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
+from vdgr_core.progress import plural
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lance_store import DRIVER_CACHE_BYTES
 from vdgr_core.store.lock import IndexLock
@@ -104,7 +105,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
         remember_file_stats(config.index, scan, current, plan)
         return UpdateReport(plan, None, time.perf_counter() - t0)
     if plan.empty:
-        say(f"no document changed; writing the query layouts and BM25 shards of {len(stale)} domains "
+        say(f"no document changed; writing the query layouts and BM25 shards of {plural(len(stale), 'domain')} "
             "in this version's formats")
     if not plan.config_changed and reader.manifest.incremental and _stores_update_columns(reader):
         report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
