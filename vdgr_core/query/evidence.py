@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from vdgr_core import ids
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.passage import section_passage
 from vdgr_core.query.result import Evidence
@@ -23,7 +24,7 @@ def to_evidence(view: IndexView, h: SectionHit) -> Evidence:
                     source=c.source[r], path=list(c.path[r]), title=c.title[r], text=p.text,
                     score=round(float(h.score), 8), routes=list(h.routes),
                     section_id=c.parent_id[r] or "", chunk_ids=[c.ids[x] for x in p.rows],
-                    page=c.page[r])
+                    page=c.page[r], doc_id=ids.doc_id(c.source[r]))
 
 
 def injection_flags(view: IndexView, hits: Sequence[SectionHit]) -> dict[str, list]:

@@ -35,6 +35,7 @@ class Evidence(BaseModel):
     section_id: str = ""
     chunk_ids: list[str] = Field(default_factory=list)
     page: Optional[int] = None     # 1-based page where the best matched chunk starts (PDF); None otherwise
+    doc_id: str = ""               # the source document's id (documents table; GET /v1/documents/{id})
 
 
 class TraceStep(BaseModel):
