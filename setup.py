@@ -44,6 +44,9 @@ setup(
         # fpdf2 writes the PDFs the tests parse; moto's server is a local S3 for the
         # conditional-create tests
         "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35"],
+        # PDFium's page text is the reference the PDF bench counts extraction faults on
+        # (bench/bench_pdf.py); the product parses with pypdf and pdfminer.six
+        "bench": ["pypdfium2>=4"],
     },
     package_data={"runners.serve": ["static/*.html"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
