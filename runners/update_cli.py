@@ -51,6 +51,8 @@ def _config(args) -> tuple[BuildConfig, bool]:
 
 
 def run_update_cmd(args, beam_args) -> int:
+    # before anything imports Beam: its import-time notices must meet the filtered handler
+    setup_logging(args.quiet)
     try:
         config, exists = _config(args)
         # the model starts loading now, before Beam and LanceDB are imported and the corpus
@@ -58,7 +60,6 @@ def run_update_cmd(args, beam_args) -> int:
         with early_embedder(config, wanted=exists):
             from pipelines.run_update import run_update
 
-            setup_logging(args.quiet)
             with fewer_full_collections():
                 report = run_update(config, apply_preset(args.preset, beam_args), progress_printer(args.quiet),
                                     settings_change=args.new_settings)
@@ -74,6 +75,7 @@ def run_update_cmd(args, beam_args) -> int:
 
 
 def run_watch_cmd(args, beam_args) -> int:
+    setup_logging(args.quiet)
     try:
         config, _ = _config(args)
     except VdgrError as exc:
@@ -81,13 +83,11 @@ def run_watch_cmd(args, beam_args) -> int:
         return 2
     from pipelines.watch import run_watch
 
-    setup_logging(args.quiet)
-
     def on_poll(r):
         print(f"[watch] {r.summary}" + (f" -> index {r.build_id}" if r.build_id else ""), flush=True)
 
     run_watch(config, interval_s=args.interval, max_polls=args.max_polls, until=args.until,
               beam_args=apply_preset(args.preset, beam_args), on_poll=on_poll,
               settings_change=args.new_settings)
-    print(f"[watch] stopped", file=sys.stderr)
+    print("[watch] stopped", file=sys.stderr)
     return 0
