@@ -1,10 +1,11 @@
 """OpenAI-compatible chat completions over the knowledge base (model ``vdgr``).
 
 The last user message is the question. The reply's text is the answer with ``[n]`` citations;
-the evidence (the DESIGN.md evidence objects), the routing and the trace travel in extra
-top-level fields (``evidence``, ``routing``, ``trace``) of the completion, or of the last chunk
-of a stream. Clients that know nothing of them (the ``openai`` SDK, chat front-ends) ignore
-them; the SDK exposes them through ``model_extra``.
+the evidence (the DESIGN.md evidence objects), the routing, the trace and the answer's
+citations travel in extra top-level fields (``evidence``, ``routing``, ``trace``,
+``citations``) of the completion, or of the last chunk of a stream. Clients that know nothing
+of them (the ``openai`` SDK, chat front-ends) ignore them; the SDK exposes them through
+``model_extra``.
 
 A streamed answer comes from the same answer stage as every other answer
 (:class:`vdgr_core.query.answer_stage.AnswerStage`): the retrieval confidence decides between a
@@ -117,7 +118,8 @@ def completion_body(result: QueryResult, created: int) -> dict:
 
 def extras(result: QueryResult) -> dict:
     d = result.model_dump(mode="json")
-    return {"evidence": d["evidence"], "routing": d["routing"], "trace": d["trace"]}
+    return {"evidence": d["evidence"], "routing": d["routing"], "trace": d["trace"],
+            "citations": d["citations"]}
 
 
 def _chunk(result_id: str, created: int, delta: dict, finish: Optional[str] = None, **extra) -> str:

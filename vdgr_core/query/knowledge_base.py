@@ -14,6 +14,7 @@ from vdgr_core.query.answer_stage import AnswerStage
 from vdgr_core.query.context import QueryContext
 from vdgr_core.query.expand import Expander
 from vdgr_core.query.graph_route import GraphRoute
+from vdgr_core.query.neutral import citations
 from vdgr_core.query.pipeline import Retriever
 from vdgr_core.query.rerank import make_reranker
 from vdgr_core.query.result import QueryResult
@@ -202,7 +203,8 @@ class KnowledgeBase:
         """The answer to ``result`` (retrieved with ``with_answer=False``), piece by piece.
 
         The same answer stage as :meth:`query` (one screen, the same fallbacks); its steps are
-        added to ``result.trace`` and ``result.answer`` is set once the pieces are exhausted.
+        added to ``result.trace``, and ``result.answer`` and ``result.citations`` are set once
+        the pieces are exhausted.
 
         Parameters
         ----------
@@ -221,6 +223,7 @@ class KnowledgeBase:
             sent.append(piece)
             yield piece
         result.answer = "".join(sent).strip()
+        result.citations = citations(result.answer, len(result.evidence))
 
     # ------------------------------------------------------------------ internals
     def _query(self, question: str, *, domain, version, groups, k, qid, qvec=None, pre=None,
