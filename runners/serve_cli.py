@@ -31,6 +31,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--auth-failures-per-minute", type=int, default=30,
                    help="failed authentications allowed per client address, refilled over a minute "
                         "(default 30; 0: no limit); beyond it: 429 with Retry-After")
+    p.add_argument("--corpus", default=None,
+                   help="the corpus root the index was built from: GET /v1/documents/{id} serves its files")
     p.add_argument("--openapi", action="store_true", help="serve /openapi.json and /docs (off by default)")
     p.add_argument("--reload-interval", type=float, default=2.0,
                    help="seconds between checks for a new index build (0: never)")
@@ -63,7 +65,8 @@ def build_app(args):
     config = query_config(args, read_manifest(args.index))
     holder = SnapshotHolder(args.index, lambda index, emb: open_snapshot(index, config, emb),
                             poll_s=args.reload_interval)
-    return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit), limits=limits)
+    return create_app(holder, Authenticator(keys, jwt), RateLimiter(args.rate_limit), limits=limits,
+                      corpus=args.corpus)
 
 
 def run(args) -> int:

@@ -2,8 +2,9 @@
 
 Endpoints: ``POST /v1/query`` (one query item -> the DESIGN.md result), ``POST
 /v1/chat/completions`` (OpenAI-compatible, model ``vdgr``, streamed or not), ``GET /v1/models``,
-``GET /v1/domains`` (the domains and versions the caller can read), ``GET /healthz``, ``GET
-/metrics`` (Prometheus) and the search page ``GET /``.
+``GET /v1/domains`` (the domains and versions the caller can read), ``GET /v1/documents/{id}``
+(a document's source file, for a reader of it: :mod:`runners.serve.documents`), ``GET
+/healthz``, ``GET /metrics`` (Prometheus) and the search page ``GET /``.
 
 Every ``/v1`` call needs ``Authorization: Bearer <key or JWT>``; the caller's groups come from
 the credential, never from the body. The credential is checked from the headers before the body
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from schemas.errors import VdgrError
 from runners.serve.auth import AuthFailureLimiter, Authenticator, Caller, RateLimiter
+from runners.serve.documents import DocumentSource
 from runners.serve.chat import MODEL, QUESTION_MAX, ChatRequest, completion_body, sse_events, streamed_answer
 from runners.serve.errors import ApiError, describe, install_handlers
 from runners.serve.guard import CALLER_KEY, RequestGuard, ServeLimits
@@ -127,7 +129,7 @@ def _page() -> str:
 
 def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter,
                metrics: Optional[ServiceMetrics] = None, limits: Optional[ServeLimits] = None,
-               failures: Optional[AuthFailureLimiter] = None) -> FastAPI:
+               failures: Optional[AuthFailureLimiter] = None, corpus: Optional[str] = None) -> FastAPI:
     """The application over ``holder``'s snapshots.
 
     Parameters
@@ -145,6 +147,9 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     failures : AuthFailureLimiter, optional
         Failed authentications per client address; by default one of
         ``limits.auth_failures_per_minute`` on the monotonic clock (tests inject a clock).
+    corpus : str, optional
+        The corpus root the index was built from: ``GET /v1/documents/{id}`` serves its files
+        (none when omitted; the manifest does not record the root).
     """
     metrics = metrics or ServiceMetrics()
     limits = limits or ServeLimits()
@@ -153,6 +158,7 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     metrics.serving(holder.current().build_id, reload=False)
     holder.subscribe(lambda snap: metrics.serving(snap.build_id, reload=True))
     page = _page()
+    documents = DocumentSource(corpus)
 
     from contextlib import asynccontextmanager
 
@@ -215,6 +221,14 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
                     out.append({"name": info.name, "description": info.description,
                                 "versions": list(visible.versions[info.name])})
         return {"domains": out}
+
+    @app.get("/v1/documents/{doc_id}")
+    def document(doc_id: str, who: Caller = Depends(caller)):
+        """The source file of an indexed document the caller may read (404 alike otherwise)."""
+        snap = holder.current()
+        served = documents.fetch(snap.kb.reader, doc_id, who.groups)
+        return Response(served.body, media_type=served.media_type,
+                        headers={**served.headers, BUILD_HEADER: snap.build_id})
 
     @app.post("/v1/query")
     def query(body: QueryBody, response: Response, who: Caller = Depends(caller)):

@@ -24,7 +24,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-#: paths under /v1/ that answer in the service's own shape; every other /v1/ path is OpenAI's
+#: paths under /v1/ that answer in the service's own shape (and /v1/documents/...); every other
+#: /v1/ path is OpenAI's
 NATIVE_V1 = frozenset({"/v1/query", "/v1/domains"})
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -73,7 +74,7 @@ class ApiError(Exception):
 
 def openai_shaped(path: str) -> bool:
     """True when errors of ``path`` take OpenAI's shape (see the module docstring)."""
-    return path.startswith("/v1/") and path.rstrip("/") not in NATIVE_V1
+    return path.startswith("/v1/") and path.rstrip("/") not in NATIVE_V1 and not path.startswith("/v1/documents/")
 
 
 def error_body(path: str, err: ApiError) -> dict:

@@ -98,10 +98,13 @@ class LiveServer:
 
 @contextmanager
 def serve_index(index: str, config, *, keys: dict = KEYS, jwt: Optional[JWTSettings] = None,
-                rate_limit: str = "1000/minute", poll_s: float = 0.0) -> Iterator[LiveServer]:
-    """Serve ``index`` with ``config`` on a real uvicorn server until the block ends."""
+                rate_limit: str = "1000/minute", poll_s: float = 0.0,
+                corpus: Optional[str] = None) -> Iterator[LiveServer]:
+    """Serve ``index`` with ``config`` on a real uvicorn server until the block ends (its
+    documents from ``corpus`` when given)."""
     holder = SnapshotHolder(index, lambda i, emb: open_snapshot(i, config, emb), poll_s=poll_s)
-    app = create_app(holder, Authenticator(KeysFile.model_validate(keys), jwt), RateLimiter(rate_limit))
+    app = create_app(holder, Authenticator(KeysFile.model_validate(keys), jwt), RateLimiter(rate_limit),
+                     corpus=corpus)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, name="vdgr-test-server", daemon=True)

@@ -1,0 +1,143 @@
+"""``GET /v1/documents/{id}`` on a real hashing build of a small corpus (Markdown, a PDF, an
+ACL-restricted folder, a document with a credential), served by a real uvicorn server."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+
+import pytest
+
+from runners.cli import main
+from runners.serve.documents import DocumentSource
+from runners.serve.errors import ApiError
+from schemas.config import EmbeddingConfig, QueryConfig
+from schemas.errors import ConfigError
+from tests.support.corpus import write_corpus
+from tests.support.documents import pdf_with_outline
+from tests.support.live_server import HR, STAFF, serve_index
+from vdgr_core import ids
+
+ORBIT = ("# Orbit X2 Manual\n\n## Factory reset\n\nTo reset the router:\n\n1. Unplug the cable.\n"
+         "2. Hold RESET for 10 seconds.\n3. Wait for the amber LED.\n\n## LED codes\n\n"
+         "| LED | Meaning |\n|---|---|\n| Solid green | Online |\n| Amber | Resetting |\n")
+PDF = pdf_with_outline()
+FILES = {
+    "net/_meta.yaml": "description: Networking products\n",
+    "net/routers/orbit.md": ORBIT,
+    "net/routers/x2.pdf": PDF,
+    "net/routers/moved.md": "# Moved\n\n## Mounting\n\nMount the bracket with two screws.\n",
+    "net/routers/changing.md": "# Changing\n\n## Cables\n\nUse the grey cable for the uplink.\n",
+    "net/routers/gone.md": "# Gone\n\n## Antenna\n\nScrew the antenna on clockwise.\n",
+    "net/ops/keys.md": "# Deploy keys\n\n## Access\n\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE deploys the site.\n",
+    "hr/_meta.yaml": "acl: [hr]\n",
+    "hr/salary.md": "# Salary bands\n\n## Bands\n\nQuorvex band E5 pays 90000 euros.\n",
+}
+
+
+def doc(rel: str) -> str:
+    return ids.doc_id(rel)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The build, then the corpus changed under it: ``moved.md`` becomes a symlink to a copy
+    outside the root (same bytes), ``changing.md`` is edited and ``gone.md`` deleted."""
+    base = tmp_path_factory.mktemp("documents")
+    corpus = write_corpus(str(base / "corpus"), FILES)
+    index = str(base / "index")
+    assert main(["index", corpus, "--index", index, "--embedding", "hashing", "-q"]) == 0
+    outside = base / "outside.md"
+    outside.write_text(FILES["net/routers/moved.md"], encoding="utf-8")
+    os.remove(os.path.join(corpus, "net", "routers", "moved.md"))
+    os.symlink(outside, os.path.join(corpus, "net", "routers", "moved.md"))
+    with open(os.path.join(corpus, "net", "routers", "changing.md"), "a", encoding="utf-8") as f:
+        f.write("\nAWS_SECRET=added after the build\n")
+    os.remove(os.path.join(corpus, "net", "routers", "gone.md"))
+    config = QueryConfig(embedding=EmbeddingConfig(kind="hashing"), min_confidence=0.0)
+    with serve_index(index, config, corpus=corpus) as server:
+        yield server
+
+
+def get(server, path: str, key: str | None = STAFF) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {key}"} if key else {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_a_pdf_is_served_to_its_reader_and_evidence_names_it(served):
+    status, _, body = served.request("POST", "/v1/query", {"question": "Factory reset LED blinks amber", "k": 5},
+                                     key=STAFF)
+    assert status == 200
+    pdf_ev = [e for e in body["evidence"] if e["source"] == "net/routers/x2.pdf"]
+    assert pdf_ev and pdf_ev[0]["page"] == 2 and pdf_ev[0]["doc_id"] == doc("net/routers/x2.pdf")
+    status, headers, raw = get(served, "/v1/documents/" + pdf_ev[0]["doc_id"])
+    assert status == 200 and raw == PDF
+    assert headers["content-type"] == "application/pdf"
+    assert headers["content-disposition"] == "inline; filename*=UTF-8''x2.pdf"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-vdgr-build-id"] == served.holder.current().build_id
+
+
+def test_text_sources_are_plain_text_in_a_sandbox(served):
+    status, headers, raw = get(served, "/v1/documents/" + doc("net/routers/orbit.md"))
+    assert status == 200 and raw.decode("utf-8") == ORBIT
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["content-security-policy"].startswith("sandbox")
+
+
+def test_a_document_the_caller_cannot_read_is_answered_like_a_missing_one(served):
+    salary = doc("hr/salary.md")
+    assert get(served, "/v1/documents/" + salary, key=HR)[0] == 200
+    forbidden = get(served, "/v1/documents/" + salary, key=STAFF)
+    missing = get(served, "/v1/documents/" + doc("hr/nothing-here.md"), key=STAFF)
+    malformed = get(served, "/v1/documents/not-an-id", key=STAFF)
+    assert forbidden[0] == missing[0] == malformed[0] == 404
+    assert forbidden[2] == missing[2] == malformed[2]
+    assert json.loads(forbidden[2]) == {"error": {"type": "not_found_error", "message": "document not found"}}
+    assert b"Quorvex" not in forbidden[2]
+
+
+def test_a_credential_is_needed(served):
+    status, headers, _ = get(served, "/v1/documents/" + doc("net/routers/orbit.md"), key=None)
+    assert status == 401 and headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("path", ["..%2F..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "..", "%2e%2e",
+                                  "..%5C..%5Cetc%5Cpasswd", "x2.pdf", "net%2Frouters%2Fx2.pdf"])
+def test_paths_are_not_ids(served, path):
+    status, _, raw = get(served, "/v1/documents/" + path)
+    assert status == 404 and b"root:" not in raw and not raw.startswith(b"%PDF")
+
+
+def test_nothing_is_read_outside_the_corpus_root(served):
+    """moved.md is now a symlink to a file outside the root with the indexed bytes: not served."""
+    status, _, raw = get(served, "/v1/documents/" + doc("net/routers/moved.md"))
+    assert status == 404 and json.loads(raw)["error"]["message"] == "document not found"
+
+
+def test_a_file_changed_or_gone_since_the_build_is_not_served(served):
+    changed = get(served, "/v1/documents/" + doc("net/routers/changing.md"))
+    gone = get(served, "/v1/documents/" + doc("net/routers/gone.md"))
+    assert changed[0] == gone[0] == 409
+    assert b"AWS_SECRET" not in changed[2]
+    assert "changed since the index was built" in json.loads(changed[2])["error"]["message"]
+    assert "no longer in the corpus" in json.loads(gone[2])["error"]["message"]
+
+
+def test_a_document_with_masked_credentials_is_not_served(served):
+    status, _, raw = get(served, "/v1/documents/" + doc("net/ops/keys.md"))
+    assert status == 403 and b"AKIA" not in raw
+    assert "credentials were masked" in json.loads(raw)["error"]["message"]
+
+
+def test_without_a_corpus_root_no_document_is_served(served, tmp_path):
+    with pytest.raises(ApiError) as err:
+        DocumentSource(None).fetch(served.holder.current().kb.reader, doc("net/routers/orbit.md"), ["staff"])
+    assert err.value.status == 404 and "--corpus" in err.value.message
+    with pytest.raises(ConfigError, match="is not a folder"):
+        DocumentSource(str(tmp_path / "missing"))
