@@ -19,6 +19,21 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     return PipelineOptions(args)
 
 
+def use_filesystem_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
+    """Give Beam's ``FileSystems`` in this process the pipeline options of ``beam_args``.
+
+    Beam sets them when a ``Pipeline`` is created; the driver reads and writes the object store
+    through ``FileSystems`` before that (the staging area, the update's fingerprints), and
+    Beam's S3 filesystem refuses to work without options ("Must provide one of client or
+    options"). With them, it takes ``--s3_endpoint_url`` or, like boto3, ``AWS_ENDPOINT_URL``.
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    options = pipeline_options(beam_args)
+    FileSystems.set_options(options)
+    return options
+
+
 def runs_in_this_process(options: PipelineOptions) -> bool:
     """True when DoFns run inside this Python process (FnApiRunner, in-memory mode)."""
     from apache_beam.options.pipeline_options import DirectOptions, StandardOptions

@@ -12,7 +12,7 @@ import apache_beam as beam
 
 from pipelines.build import build_pipeline
 from pipelines.metrics import beam_counter
-from pipelines.options import pipeline_options, runs_in_this_process
+from pipelines.options import pipeline_options, runs_in_this_process, use_filesystem_options
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -90,6 +90,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
     config = with_precision(config)
+    use_filesystem_options(beam_args)
     with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
         say(f"scanning {config.corpus}")
         scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from pipelines.delta_update import apply_document_delta, stale_layouts, stale_shards
+from pipelines.options import use_filesystem_options
 from pipelines.run_build import BuildReport, execute_build, model_identity, run_build, with_precision
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
@@ -72,6 +73,7 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
     """
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
+    use_filesystem_options(beam_args)
     with IndexLock(config.index, "vdgr update", config.lock_timeout_s):
         return _update_locked(config, beam_args, progress, say, t0, settings_change)
 
