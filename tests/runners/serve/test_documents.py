@@ -1,5 +1,6 @@
 """``GET /v1/documents/{id}`` on a real hashing build of a small corpus (Markdown, a PDF, an
-ACL-restricted folder, a document with a credential), served by a real uvicorn server."""
+ACL-restricted folder, a document with a credential), served by a real uvicorn server; and
+what else the search page relies on (line breaks in evidence, citations in a stream)."""
 from __future__ import annotations
 
 import http.client
@@ -141,3 +142,26 @@ def test_without_a_corpus_root_no_document_is_served(served, tmp_path):
     assert err.value.status == 404 and "--corpus" in err.value.message
     with pytest.raises(ConfigError, match="is not a folder"):
         DocumentSource(str(tmp_path / "missing"))
+
+
+# ---- what the search page relies on besides the documents ---------------------------------
+
+def test_evidence_text_keeps_its_line_breaks(served):
+    status, _, body = served.request("POST", "/v1/query", {"question": "How do I reset the router? Unplug the cable"},
+                                     key=STAFF)
+    assert status == 200
+    orbit = [e["text"] for e in body["evidence"] if e["source"] == "net/routers/orbit.md"]
+    assert any("To reset the router:\n\n1. Unplug the cable.\n2. Hold RESET" in t for t in orbit), orbit
+
+
+def test_a_streamed_answer_ends_with_the_citations_of_its_text(served):
+    question = "How do I reset the router?"
+    chunks = list(served.sse("/v1/chat/completions", {"model": "vdgr", "stream": True,
+                                                      "messages": [{"role": "user", "content": question}]}, STAFF))
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks).strip()
+    final = chunks[-1]
+    assert final["citations"] and len(final["evidence"]) >= max(c["evidence"] for c in final["citations"])
+    for c in final["citations"]:
+        assert text[c["start"]:c["end"]] == f"[{c['evidence']}]"
+    _, _, plain = served.request("POST", "/v1/query", {"question": question}, key=STAFF)
+    assert final["citations"] == plain["citations"]
