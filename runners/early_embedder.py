@@ -9,6 +9,7 @@ pipeline and the driver then embed through it (``transforms.embed.provided_embed
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator, Optional, Sequence
 
 from schemas.config import BuildConfig
@@ -28,23 +29,174 @@ def runs_in_this_process(beam_args: Sequence[str]) -> bool:
     return runner in _IN_PROCESS_RUNNERS and mode == "in_memory"
 
 
+def _journal_path(config: BuildConfig) -> Optional[str]:
+    """Where the child's vectors are journaled: a file beside the index's staging (local
+    indexes only; ``None`` for an object store)."""
+    index = str(config.index)
+    if "://" in index:
+        return None
+    return os.path.join(index, "_staging", f"embedding-journal-{os.getpid()}.arrows")
+
+
+def _journal_path(config: BuildConfig) -> Optional[str]:
+    """Where the child's vectors are journaled: a file in the index's staging folder (local
+    indexes only; ``None`` for an object store)."""
+    index = str(config.index)
+    if "://" in index:
+        return None
+    return os.path.join(index, "_staging", f"embedding-journal-{os.getpid()}.arrows")
+
+
 @contextlib.contextmanager
 def early_embedder(config: BuildConfig, wanted: bool) -> Iterator[Optional[object]]:
     """Within the block, ``process_embedder(config.embedding)`` is a model loading in a child.
 
     Only for the local model and when ``wanted``; the child is stopped on exit (at once if it
-    was never used). Yields the EmbedderProcess, or None.
+    was never used). Yields the EmbedderProcess, or None. The child journals what it embeds
+    (local indexes), for :func:`stop_on_signals` to keep; the journal is removed on exit.
     """
     if not wanted or config.embedding.kind != "minilm":
         yield None
         return
     from vdgr_core.embedding_process import EmbedderProcess
 
-    with EmbedderProcess(config.embedding) as child:
-        from transforms.embed import provided_embedder
+    child = EmbedderProcess(config.embedding, journal=_journal_path(config))
+    try:
+        with child:
+            from transforms.embed import provided_embedder
 
-        with provided_embedder(config.embedding, child):
-            yield child
+            with provided_embedder(config.embedding, child):
+                yield child
+    finally:
+        _remove(child.journal)
 
 
-__all__ = ["early_embedder", "runs_in_this_process"]
+def _remove(path: Optional[str]) -> None:
+    if path is not None and os.path.exists(path):
+        os.remove(path)
+
+
+def keep_embedded(config: BuildConfig, child) -> int:
+    """Add what the stopped ``child`` journaled to the index's embedding cache; the keys offered.
+
+    Called by the process that is the index's writer (it holds, or is about to take, the
+    writer lock); the cache is never read through the manifest, so adding to it cannot change
+    what a reader of the index sees.
+    """
+    from vdgr_core.embedding_process import read_journal
+    from vdgr_core.indexing.embed_cache import append_to_cache
+
+    rows = read_journal(child.journal) if child.journal else None
+    if rows is None or rows.num_rows == 0:
+        return 0
+    return append_to_cache(str(config.index), rows, child.dim)
+
+
+def _child_pids() -> list[int]:
+    """This process's child processes (Linux: /proc; elsewhere the multiprocessing ones)."""
+    import glob
+    import multiprocessing
+
+    pids: set[int] = set()
+    for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        try:
+            with open(path, encoding="ascii") as f:
+                pids.update(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    pids.update(p.pid for p in multiprocessing.active_children() if p.pid)
+    return sorted(pids)
+
+
+def stop_children(grace_s: float = 1.5) -> None:
+    """SIGTERM every child process, reap them, SIGKILL any still running after ``grace_s``."""
+    import signal
+    import time
+
+    pids = _child_pids()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:          # reaped already (or not ours to reap)
+                done = pid if not _alive(pid) else 0
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.02)
+    for pid in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def stop_on_signals(command: str, config: BuildConfig, child) -> Iterator[None]:
+    """Within the block, Ctrl-C (SIGINT) or SIGTERM stops the command cleanly and at once.
+
+    The child processes are stopped (SIGTERM, then SIGKILL after 1.5 s), the vectors the
+    embedding child returned are added to the embedding cache (:func:`keep_embedded`: the next
+    run does not embed them again), one line is printed, and the process exits with 128 +
+    the signal number. Nothing is committed: the manifest is written last, so an index
+    interrupted at any point is the previous one (the crash-safety tests kill builds at every
+    commit phase). Main thread only; the previous handlers are restored on exit.
+    """
+    import signal
+    import sys
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+        stop_children()
+        kept = 0
+        if child is not None:
+            try:
+                child.close()
+                kept = keep_embedded(config, child)
+                _remove(child.journal)
+            except Exception as e:               # the line still comes; the cache is an optimisation
+                print(f"vdgr {command}: could not keep the embedded texts: {e}", file=sys.stderr)
+        print(interrupted_line(command, kept), file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(128 + signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def interrupted_line(command: str, kept: int) -> str:
+    """The one line an interrupted ``command`` prints (``kept``: embedded texts kept)."""
+    from vdgr_core.progress import plural
+
+    if kept:
+        return (f"vdgr {command}: stopped; nothing committed, {plural(kept, 'embedded text')} kept in "
+                "the embedding cache for the next run")
+    return f"vdgr {command}: stopped; nothing committed"
+
+
+__all__ = ["early_embedder", "interrupted_line", "keep_embedded", "runs_in_this_process", "stop_children",
+           "stop_on_signals"]

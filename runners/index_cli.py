@@ -8,7 +8,7 @@ import logging
 import sys
 from typing import Optional
 
-from runners.early_embedder import early_embedder, runs_in_this_process
+from runners.early_embedder import early_embedder, runs_in_this_process, stop_on_signals
 from runners.presets import PRESETS, apply_preset
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
 from vdgr_core.embedding import resolve_precision
@@ -176,8 +176,10 @@ def run(args, beam_args) -> int:
     try:
         config = build_config(args)
         beam_args = apply_preset(args.preset, beam_args)
-        # in-process runs embed through a model that starts loading now, in a child process
-        with early_embedder(config, wanted=runs_in_this_process(beam_args)):
+        # in-process runs embed through a model that starts loading now, in a child process;
+        # Ctrl-C or SIGTERM stops the children and keeps what was embedded for the next run
+        with early_embedder(config, wanted=runs_in_this_process(beam_args)) as child, \
+                stop_on_signals("index", config, child):
             from pipelines.run_build import run_build
 
             with fewer_full_collections():

@@ -8,14 +8,21 @@ nothing does (a clean terminate, unlike a thread in the middle of an import).
 
 The child runs the same embedder class with the same settings, so its vectors equal the ones an
 in-process embedder computes.
+
+Stopping: the child ignores SIGINT (Ctrl-C reaches the whole process group; the parent stops the
+child itself, ``close``) and leaves quietly when the parent is gone. With a ``journal`` the
+parent appends every (cache key, vector) the child returns to an Arrow stream file, so a build
+that is interrupted keeps what it embedded (:func:`read_journal`, ``runners/early_embedder.py``).
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import Future
 from typing import Optional, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from schemas.config import EmbeddingConfig
 from schemas.errors import EmbeddingError
@@ -44,14 +51,51 @@ def _waiting_requests(conn, first: list, limit: int) -> list[list]:
 #: cores: 109 s -> 95 s, CPU time 184 s -> 159 s; embedding alone ~3% slower)
 CHILD_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
+#: test hook, like ``vdgr_core.store.failpoints``: when this environment variable names a file,
+#: the child writes its pid there once it has answered its first request, then answers nothing
+#: more until it is stopped (a test interrupts a build whose embedding has started, without a race)
+PAUSE_ENV = "VDGR_EMBEDDER_PAUSE"
 
-def _serve(config_json: str, conn) -> None:
+
+def _pause_here(path: str) -> None:
+    import signal
+
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+    while True:
+        signal.pause()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel sends this process SIGTERM when the parent dies, however it died (a
+    SIGKILLed parent cannot stop its child; without this the child finished its batch first).
+    ``parent`` 0: not asked (the signal follows the parent *thread* that started the child, so
+    it is asked only for a child started by the main thread)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:           # it died before the request was made
+        os._exit(0)
+
+
+def _serve(config_json: str, conn, parent: int) -> None:
     """Child side: load the embedder, then answer ("embed", texts) until the pipe closes,
     one reply per request, embedding the requests that wait together (MERGE_TEXTS)."""
-    import os
+    import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent stops us (close) on Ctrl-C
+    _die_with_parent(parent)
     for name, value in CHILD_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
+    pause = os.environ.get(PAUSE_ENV)
     try:
         from vdgr_core.embedding import make_embedder
 
@@ -64,22 +108,31 @@ def _serve(config_json: str, conn) -> None:
     while True:
         try:
             kind, payload = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):                     # the parent is gone
             return
-        if failure is not None:
-            conn.send(("error", failure))
-            continue
-        requests = _waiting_requests(conn, payload, MERGE_TEXTS)
         try:
-            vectors = np.asarray(embedder.embed([t for r in requests for t in r]), dtype=np.float32)
-        except Exception as e:
-            for _ in requests:
-                conn.send(("error", f"{type(e).__name__}: {e}"))
-            continue
-        start = 0
-        for r in requests:
-            conn.send(("ok", vectors[start:start + len(r)]))
-            start += len(r)
+            _answer(conn, embedder, failure, payload)
+        except (BrokenPipeError, ConnectionError):      # the parent is gone: nothing to answer
+            return
+        if pause:
+            _pause_here(pause)
+
+
+def _answer(conn, embedder, failure: Optional[str], payload: list) -> None:
+    if failure is not None:
+        conn.send(("error", failure))
+        return
+    requests = _waiting_requests(conn, payload, MERGE_TEXTS)
+    try:
+        vectors = np.asarray(embedder.embed([t for r in requests for t in r]), dtype=np.float32)
+    except Exception as e:
+        for _ in requests:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    start = 0
+    for r in requests:
+        conn.send(("ok", vectors[start:start + len(r)]))
+        start += len(r)
 
 
 class EmbedderProcess:
@@ -89,6 +142,9 @@ class EmbedderProcess:
     ----------
     config : EmbeddingConfig
         What the child loads (``make_embedder(config)``).
+    journal : str, optional
+        A local file: every (cache key, vector) the child returns is appended to it as an Arrow
+        stream (:func:`read_journal`), so an interrupted build can keep what was embedded.
 
     Notes
     -----
@@ -97,7 +153,7 @@ class EmbedderProcess:
     ``embed`` is ``submit(...).result()``. Both may be called from several threads.
     """
 
-    def __init__(self, config: EmbeddingConfig):
+    def __init__(self, config: EmbeddingConfig, journal: Optional[str] = None):
         import collections
         import queue
         import threading
@@ -107,15 +163,42 @@ class EmbedderProcess:
         self.model_id, self.dim = embedder_identity(config)
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(config.model_dump_json(), child),
+        parent = os.getpid() if threading.current_thread() is threading.main_thread() else 0
+        self._proc = ctx.Process(target=_serve, args=(config.model_dump_json(), child, parent),
                                  name="vdgr-embedder", daemon=True)
         self._proc.start()
         child.close()
         self._lock = threading.Lock()
-        self._inflight: "collections.deque[Future]" = collections.deque()
+        self._inflight: "collections.deque[tuple[Future, list[str]]]" = collections.deque()
         self._outbox: "queue.Queue" = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._dead: Optional[str] = None
+        self.journal = journal
+        self._journal_writer = None
+        #: texts the child has embedded for this process (the counter an interruption reports)
+        self.embedded = 0
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The child's process id."""
+        return self._proc.pid
+
+    def _record(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Append (key, vector) rows to the journal (the receiving thread only)."""
+        self.embedded += len(texts)
+        if self.journal is None:
+            return
+        from schemas.tables import embedding_cache_schema
+        from vdgr_core.embedding import embedding_key
+
+        schema = embedding_cache_schema(self.dim)
+        if self._journal_writer is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.journal)), exist_ok=True)
+            self._journal_writer = pa.ipc.new_stream(self.journal, schema)
+        keys = pa.array([embedding_key(self.model_id, t) for t in texts], pa.string())
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+        rows = pa.FixedSizeListArray.from_arrays(flat, self.dim)
+        self._journal_writer.write_batch(pa.record_batch([keys, rows.cast(schema.field(1).type)], schema=schema))
 
     def _start_threads(self) -> None:
         import threading
@@ -143,13 +226,14 @@ class EmbedderProcess:
                 with self._lock:
                     self._dead = f"the embedding process died: {e!r}"
                     pending, self._inflight = list(self._inflight), type(self._inflight)()
-                for fut in pending:
+                for fut, _ in pending:
                     if not fut.done():
                         fut.set_exception(EmbeddingError(self._dead))
                 return
             with self._lock:
-                fut = self._inflight.popleft()
+                fut, texts = self._inflight.popleft()
             if kind == "ok":
+                self._record(texts, payload)
                 fut.set_result(payload)
             else:
                 fut.set_exception(EmbeddingError(f"the embedding process failed: {payload}"))
@@ -166,8 +250,9 @@ class EmbedderProcess:
                 return fut
             if not self._threads:
                 self._start_threads()
-            self._inflight.append(fut)
-            self._outbox.put(list(texts))        # FIFO: answered in the order submitted
+            texts = list(texts)
+            self._inflight.append((fut, texts))
+            self._outbox.put(texts)              # FIFO: answered in the order submitted
         return fut
 
     def idle(self) -> bool:
@@ -192,6 +277,12 @@ class EmbedderProcess:
         self._proc.join()
         self._outbox.put(None)
         self._conn.close()
+        for t in self._threads:          # the receiver writes the journal: let it finish
+            t.join(timeout=1.0)
+        with self._lock:
+            writer, self._journal_writer = self._journal_writer, None
+        if writer is not None:
+            writer.close()
 
     def __enter__(self) -> "EmbedderProcess":
         return self
@@ -200,4 +291,23 @@ class EmbedderProcess:
         self.close()
 
 
-__all__ = ["EmbedderProcess"]
+def read_journal(path: str) -> Optional[pa.Table]:
+    """The (key, vector) rows of an embedding journal, or None when there is none.
+
+    A journal cut short (its writer was killed) yields the batches written whole before the cut.
+    """
+    if not os.path.exists(path):
+        return None
+    batches = []
+    try:
+        with pa.ipc.open_stream(path) as reader:
+            schema = reader.schema
+            for batch in reader:
+                batches.append(batch)
+    except (pa.ArrowInvalid, OSError):
+        if not batches:
+            return None
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+__all__ = ["EmbedderProcess", "PAUSE_ENV", "read_journal"]

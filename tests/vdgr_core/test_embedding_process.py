@@ -73,3 +73,32 @@ def test_waiting_requests_are_taken_together_up_to_the_limit():
     assert _waiting_requests(child, ["a1"], 5) == [["a1"], ["b1", "b2"], ["c1"], ["d1", "d2", "d3"]]
     assert _waiting_requests(child, ["x"], 5) == [["x"], ["e1"]]
     assert _waiting_requests(child, ["y"], 5) == [["y"]]          # nothing waiting: no block
+
+
+def test_the_journal_holds_every_returned_vector_under_its_cache_key(tmp_path):
+    from vdgr_core.embedding import embedding_key
+    from vdgr_core.embedding_process import read_journal
+
+    journal = str(tmp_path / "staging" / "journal.arrows")
+    batches = [["Hold RESET for 10 seconds.", "DL_MIMO_Mode"], ["Wi-Fi Direct"]]
+    with EmbedderProcess(HASHING, journal=journal) as child:
+        vectors = [child.embed(b) for b in batches]
+        assert child.embedded == 3
+    rows = read_journal(journal)
+    texts = [t for b in batches for t in b]
+    assert rows.column("key").to_pylist() == [embedding_key(child.model_id, t) for t in texts]
+    np.testing.assert_array_equal(np.array(rows.column("vector").to_pylist(), dtype=np.float32),
+                                  np.concatenate(vectors))
+    assert read_journal(str(tmp_path / "none.arrows")) is None
+
+
+def test_a_journal_cut_short_keeps_its_whole_batches(tmp_path):
+    from vdgr_core.embedding_process import read_journal
+
+    journal = tmp_path / "journal.arrows"
+    with EmbedderProcess(HASHING, journal=str(journal)) as child:
+        child.embed(["one"])
+        child.embed(["two", "three"])
+    data = journal.read_bytes()
+    journal.write_bytes(data[:-40])                  # the writer was killed mid-batch
+    assert read_journal(str(journal)).num_rows == 1
