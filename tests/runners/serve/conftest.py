@@ -15,6 +15,16 @@ def config(**kw) -> QueryConfig:
 
 
 @pytest.fixture(scope="package")
+def documents_live(tmp_path_factory):
+    """A small corpus built for real and served with its documents (``--corpus``), for the
+    documents route and the search page (tests/support/served_corpus.py)."""
+    from tests.support.served_corpus import serve_corpus
+
+    with serve_corpus(str(tmp_path_factory.mktemp("documents"))) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
 def served_index(tmp_path_factory) -> str:
     return build_tiny_index(str(tmp_path_factory.mktemp("served_index")))
 

@@ -5,35 +5,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 
 import pytest
 
 from runners.cli import main
 from runners.serve.documents import DocumentSource
 from runners.serve.errors import ApiError
-from schemas.config import EmbeddingConfig, QueryConfig
 from schemas.errors import ConfigError
-from tests.support.corpus import write_corpus
-from tests.support.documents import pdf_with_outline
-from tests.support.live_server import HR, STAFF, serve_index
+from tests.support.live_server import HR, STAFF, write_keys
+from tests.support.served_corpus import ORBIT, PDF
 from vdgr_core import ids
-
-ORBIT = ("# Orbit X2 Manual\n\n## Factory reset\n\nTo reset the router:\n\n1. Unplug the cable.\n"
-         "2. Hold RESET for 10 seconds.\n3. Wait for the amber LED.\n\n## LED codes\n\n"
-         "| LED | Meaning |\n|---|---|\n| Solid green | Online |\n| Amber | Resetting |\n")
-PDF = pdf_with_outline()
-FILES = {
-    "net/_meta.yaml": "description: Networking products\n",
-    "net/routers/orbit.md": ORBIT,
-    "net/routers/x2.pdf": PDF,
-    "net/routers/moved.md": "# Moved\n\n## Mounting\n\nMount the bracket with two screws.\n",
-    "net/routers/changing.md": "# Changing\n\n## Cables\n\nUse the grey cable for the uplink.\n",
-    "net/routers/gone.md": "# Gone\n\n## Antenna\n\nScrew the antenna on clockwise.\n",
-    "net/ops/keys.md": "# Deploy keys\n\n## Access\n\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE deploys the site.\n",
-    "hr/_meta.yaml": "acl: [hr]\n",
-    "hr/salary.md": "# Salary bands\n\n## Bands\n\nQuorvex band E5 pays 90000 euros.\n",
-}
 
 
 def doc(rel: str) -> str:
@@ -41,23 +22,8 @@ def doc(rel: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The build, then the corpus changed under it: ``moved.md`` becomes a symlink to a copy
-    outside the root (same bytes), ``changing.md`` is edited and ``gone.md`` deleted."""
-    base = tmp_path_factory.mktemp("documents")
-    corpus = write_corpus(str(base / "corpus"), FILES)
-    index = str(base / "index")
-    assert main(["index", corpus, "--index", index, "--embedding", "hashing", "-q"]) == 0
-    outside = base / "outside.md"
-    outside.write_text(FILES["net/routers/moved.md"], encoding="utf-8")
-    os.remove(os.path.join(corpus, "net", "routers", "moved.md"))
-    os.symlink(outside, os.path.join(corpus, "net", "routers", "moved.md"))
-    with open(os.path.join(corpus, "net", "routers", "changing.md"), "a", encoding="utf-8") as f:
-        f.write("\nAWS_SECRET=added after the build\n")
-    os.remove(os.path.join(corpus, "net", "routers", "gone.md"))
-    config = QueryConfig(embedding=EmbeddingConfig(kind="hashing"), min_confidence=0.0)
-    with serve_index(index, config, corpus=corpus) as server:
-        yield server
+def served(documents_live):
+    return documents_live
 
 
 def get(server, path: str, key: str | None = STAFF) -> tuple[int, dict, bytes]:
@@ -142,6 +108,14 @@ def test_without_a_corpus_root_no_document_is_served(served, tmp_path):
     assert err.value.status == 404 and "--corpus" in err.value.message
     with pytest.raises(ConfigError, match="is not a folder"):
         DocumentSource(str(tmp_path / "missing"))
+
+
+def test_serve_refuses_a_corpus_that_is_not_a_folder(served, tmp_path, capsys):
+    keys = write_keys(str(tmp_path / "keys.yaml"))
+    index = served.holder.current().kb.reader.index_dir
+    assert main(["serve", "--index", index, "--api-keys", keys, "--embedding", "hashing",
+                 "--corpus", str(tmp_path / "missing")]) == 2
+    assert "--corpus" in capsys.readouterr().err
 
 
 # ---- what the search page relies on besides the documents ---------------------------------

@@ -15,6 +15,7 @@ from playwright.sync_api import sync_playwright
 
 from tests.support.documents import pdf_with_outline
 from tests.support.live_server import HR, STAFF
+from vdgr_core import ids
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -187,6 +188,27 @@ def test_pdf_evidence_shows_its_page_and_opens_the_source_there(browser_context,
     viewer.wait_for_function("() => location.protocol === 'blob:'")
     assert viewer.url.endswith("#page=2")
     assert served == [(live.url + "/v1/documents/92cacfc14af78844d1db25ca62622f2a", "Bearer " + STAFF)]
+    viewer.close()
+    page.close()
+
+
+def test_a_real_pdf_source_opens_at_its_page(browser_context, documents_live):
+    """End to end on a real build served with --corpus: the PDF evidence links to the
+    documents route, which the page fetches with the key and opens at the page."""
+    page = browser_context.new_page()
+    fetched = []
+    page.on("response", lambda r: fetched.append((r.url, r.status, r.headers.get("content-type")))
+            if "/v1/documents/" in r.url else None)
+    _ask(page, documents_live, STAFF, "Factory reset LED blinks amber")
+    item = page.locator("#evidence li", has=page.locator("a.source", has_text="net/routers/x2.pdf")).first
+    assert item.locator(".page").inner_text().strip() == "· page 2"
+    with browser_context.expect_page() as opened:
+        item.locator("a.source").click()
+    viewer = opened.value
+    viewer.wait_for_function("() => location.protocol === 'blob:'")
+    assert viewer.url.endswith("#page=2")
+    assert fetched == [(documents_live.url + "/v1/documents/" + ids.doc_id("net/routers/x2.pdf"), 200,
+                        "application/pdf")]
     viewer.close()
     page.close()
 
