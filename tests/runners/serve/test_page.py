@@ -143,8 +143,13 @@ def test_a_loading_state_is_shown_until_the_stream_ends(browser_context, live):
 
 def test_evidence_keeps_paragraphs_lists_and_tables_as_text(browser_context, live):
     page = browser_context.new_page()
-    forge(page, ["Hold RESET [1]."], RICH, cite("Hold RESET [1].", 1))
+    prose = {**RICH[1], "path": ["Net", "Shell"], "page": None, "doc_id": "",
+             "text": "Filter with ls | grep x to reset.\nThen sort | uniq -c | head the rest."}
+    forge(page, ["Hold RESET [1]."], [*RICH, prose], cite("Hold RESET [1].", 1))
     _ask(page, live, STAFF, "How do I reset the router LED?")
+    # pipes in prose (rows of different widths) are not a table; its lines stay lines
+    assert page.locator("#ev-3 table").count() == 0
+    assert page.locator("#ev-3 p").inner_text() == "Filter with ls | grep x to reset.\nThen sort | uniq -c | head the rest."
     text = page.locator("#ev-1 .text")
     assert text.locator("ol > li").all_inner_texts()[:3] == [
         "Unplug the cable.", "Hold RESET for 10 seconds.", "Wait for the amber LED."]
