@@ -15,6 +15,7 @@ from playwright.sync_api import sync_playwright
 
 from tests.support.documents import pdf_with_outline
 from tests.support.live_server import HR, STAFF
+from tests.support.served_corpus import ORBIT
 from vdgr_core import ids
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -215,6 +216,39 @@ def test_a_real_pdf_source_opens_at_its_page(browser_context, documents_live):
     assert fetched == [(documents_live.url + "/v1/documents/" + ids.doc_id("net/routers/x2.pdf"), 200,
                         "application/pdf")]
     viewer.close()
+    page.close()
+
+
+def test_a_markdown_source_opens_as_plain_text(browser_context, documents_live):
+    """A text source is shown as text (never rendered as HTML) and has no page."""
+    page = browser_context.new_page()
+    _ask(page, documents_live, STAFF, "How do I reset the router? Unplug the cable")
+    item = page.locator("#evidence li", has=page.locator("a.source", has_text="net/routers/orbit.md")).first
+    assert item.locator(".page").count() == 0
+    assert item.locator("ol > li").first.inner_text() == "Unplug the cable."        # structure from the API
+    with browser_context.expect_page() as opened:
+        item.locator("a.source").click()
+    viewer = opened.value
+    viewer.wait_for_function("() => location.protocol === 'blob:' && document.contentType === 'text/plain'")
+    assert "#" not in viewer.url
+    assert viewer.evaluate("document.body.innerText") == ORBIT
+    viewer.close()
+    page.close()
+
+
+def test_a_binary_source_is_downloaded_not_opened(browser_context, live):
+    page = browser_context.new_page()
+    docx = {**RICH[0], "source": "Net/Manuals/orbit.docx"}
+    forge(page, ["Hold RESET [1]."], [docx], cite("Hold RESET [1].", 1))
+    page.route("**/v1/documents/*", lambda route: route.fulfill(
+        status=200, body=b"PK\x03\x04 not really a docx", headers={
+            "Content-Type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "Content-Disposition": "attachment; filename*=UTF-8''orbit.docx"}))
+    _ask(page, live, STAFF, "How do I reset the router?")
+    with page.expect_download() as download, browser_context.expect_page() as opened:
+        page.click("#ev-1 a.source")
+    assert download.value.suggested_filename == "orbit.docx"
+    opened.value.wait_for_event("close")                              # the blank tab goes again
     page.close()
 
 
