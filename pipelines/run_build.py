@@ -16,6 +16,7 @@ from pipelines.options import pipeline_options, runs_in_this_process, use_filesy
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
+from schemas.errors import PipelineFailedError
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity, resolve_precision
 from vdgr_core.ids import stable_id
@@ -148,11 +149,24 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
         p = beam.Pipeline(options=options)
         add_steps(p, staging)
         import_commit_in_background()
-        result = p.run()
-        result.wait_until_finish()
+        try:
+            result = p.run()
+            result.wait_until_finish()
+        except RuntimeError as exc:     # a portable runner's job ended FAILED
+            if "failed in state" not in str(exc):
+                raise
+            raise PipelineFailedError(job_failure(exc)) from exc
         yield staging, result
     finally:
         staging.remove()
+
+
+def job_failure(exc: BaseException) -> str:
+    """A portable runner's job failure in two lines: its first (job and state) and its last
+    (the error a worker or the runner raised), then what it means for the index."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    said = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+    return f"{said}; nothing was committed (the index still names its previous build): run it again"
 
 
 def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str],

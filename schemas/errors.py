@@ -72,5 +72,10 @@ class ConcurrentCommitError(VdgrError):
     """The index's manifest changed under a writer: its commit would replace a newer one."""
 
 
+class PipelineFailedError(VdgrError):
+    """The Beam job failed on its runner (an SDK worker lost, a step raised there); nothing of
+    the run was committed."""
+
+
 class QuestionFileError(VdgrError):
     """A line of a JSONL question file is not a question (``vdgr query --questions``)."""
