@@ -29,6 +29,19 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   characters, and already masked values. In prose ("password is X", ``password: X``) an unquoted
   value must also look like a secret (at least six characters with a digit or a symbol), so "the
   password is stored in the vault" stays; with ``=`` any value counts.
+* A keyword-named value that names no credential stays (``secrets-2``; counted on the
+  benchmark corpora by ``python -m bench.bench_secrets``). detect-secrets' baseline filters used
+  (``detect_secrets.filters.heuristic``): ``is_templated_secret`` (``<...>``, ``{...}``,
+  ``${...}``), ``is_prefixed_with_dollar_sign`` (``$VAR``), ``is_indirect_reference`` (an
+  unquoted ``get_secret()``, ``os.environ["DB"]``). Not used: ``is_sequential_string`` (a
+  manual's ``password = 12345678`` is a real, weak default), ``is_potential_uuid`` (UUID-shaped
+  API keys exist), ``is_likely_id_string`` (it looks anywhere before the value on the line, so
+  ``key_id=...;password=X`` would pass), and the file-name filters (we mask text, not files).
+  Added: a file path of two or more parts (``/etc/postfix/sasl_passwd``, ``~/.pgpass``,
+  ``C:\\keys\\db.txt``), a ``type:path`` reference (Postfix lookup tables ``hash:``,
+  ``regexp:``, ``lmdb:``, ``ldap:/etc/...``; ``file:///...``), and placeholder words
+  (``changeme``, ``your_api_key_here``, ``placeholder``, ``xxxx-xxxx``). A credential in a
+  URL is still found by the basic-auth plugin, whatever the keyword names.
 * Documentation examples are masked like real credentials (``AKIAIOSFODNN7EXAMPLE`` is
   credential-shaped, and a reader cannot tell an example from a live key).
 * Look-alikes that stay: dates, amounts, versions, part numbers, UUIDs, hashes, URLs without a
@@ -47,6 +60,7 @@ from functools import lru_cache
 from typing import Iterator, Optional
 
 from detect_secrets.__version__ import VERSION as _DETECT_SECRETS_VERSION
+from detect_secrets.filters.heuristic import is_indirect_reference, is_prefixed_with_dollar_sign, is_templated_secret
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
@@ -73,7 +87,7 @@ from vdgr_core.safety.casefold import fold_lower
 
 # Part of the build settings recorded in the manifest: a change of these rules (or of the
 # detect-secrets release) makes the next update rebuild every domain.
-RULES_VERSION = f"secrets-1/detect-secrets-{_DETECT_SECRETS_VERSION}"
+RULES_VERSION = f"secrets-2/detect-secrets-{_DETECT_SECRETS_VERSION}"
 
 PRIVATE_KEY = "private_key"
 _MASK = "[REDACTED:{kind}]"
@@ -200,6 +214,37 @@ def _is_placeholder(value: str) -> bool:
     return any(value.startswith(a) and value.endswith(b) for a, b in pairs) or value.startswith("${")
 
 
+#: what a keyword can name that is not a credential (a value named by ``password=``, "token:")
+#: a file path of two or more parts (``/etc/postfix/sasl_passwd``, ``~/.pgpass``, ``C:\\keys\\a.pem``)
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~-]+(?:/[\w.@%+~-]*)+|~/[\w.@%+~-]+|[A-Za-z]:\\[\w .@%+~-]+(?:\\[\w .@%+~-]*)*")
+#: a lookup-table or resource reference ``type:path`` (Postfix ``hash:/etc/...``, ``regexp:``,
+#: ``lmdb:``, ``ldap:/etc/postfix/ldap.cf``; ``file:///...``; a URL without a password)
+_TYPED_PATH = re.compile(r"[a-z][a-z0-9+_-]*:(?:/|~/|\.{1,2}/)\S*")
+#: placeholder words and masks (``changeme``, ``your_password``, ``xxx``, ``****``, ``...``)
+_PLACEHOLDER_WORD = re.compile(
+    r"(?i)(?:change[_-]?me|change[_-]?it|placeholder|redacted|none|null|nil|empty|dummy|sample|example|"
+    r"foobar|todo|tbd|secret|password|passwd|passphrase|token|api[_-]?key|"
+    r"(?:your|my|the|some|a)[_-]?(?:own[_-]?|new[_-]?|secret[_-]?)?"
+    r"(?:password|passwd|pass|passphrase|pw|pwd|secret|token|api[_-]?key|key|credentials?)(?:[_-]?here)?)")
+_MASK_CHARACTERS = frozenset("xX*.#_-0")
+
+
+def _names_no_secret(value: str, line: str) -> bool:
+    """A keyword-named ``value`` on ``line`` that is not a credential: detect-secrets' baseline
+    heuristics (templates, ``$`` references, indirect references such as ``get_secret()`` or
+    ``os.environ["DB"]``: the unquoted word of the line that starts with the value) plus paths, typed paths
+    and placeholder words (the module notes list them)."""
+    if is_templated_secret(value) or is_prefixed_with_dollar_sign(value):
+        return True
+    at = line.find(value)
+    quoted = at > 0 and line[at - 1] in _QUOTES          # a string literal is no reference
+    if at >= 0 and not quoted and is_indirect_reference("value = " + line[at:].split(None, 1)[0].rstrip(",;")):
+        return True
+    if _PATH.fullmatch(value) or _TYPED_PATH.fullmatch(value):
+        return True
+    return bool(_PLACEHOLDER_WORD.fullmatch(value)) or set(value) <= _MASK_CHARACTERS
+
+
 def _looks_secret(value: str) -> bool:
     """An unquoted value in prose: at least six characters with a digit or a symbol."""
     return len(value) >= 6 and (any(ch.isdigit() for ch in value) or any(ch in _SYMBOLS for ch in value))
@@ -210,7 +255,8 @@ def _keyword_values(line: str) -> Iterator[tuple[str, bool]]:
     for groups, prose in ((_ASSIGNMENT_GROUPS, False), (_COLON_GROUPS, True)):
         for raw in _KEYWORD.analyze_string(line, denylist_regex_to_group=groups):
             value, quoted = _clean_value(raw)
-            if _is_placeholder(value) or (prose and not quoted and not _looks_secret(value)):
+            if (_is_placeholder(value) or _names_no_secret(value, line)
+                    or (prose and not quoted and not _looks_secret(value))):
                 continue
             yield value, prose
 
@@ -282,7 +328,8 @@ def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[
             if prose:
                 # "password=X;..." ends like an assignment, "the password is X" at whitespace
                 value, quoted = _clean_value(m.group("value"), _VALUE_CUT if m.group("sep") else _WORD_CUT)
-                if _is_placeholder(value) or (not quoted and not _looks_secret(value)):
+                if (_is_placeholder(value) or _names_no_secret(value, line)
+                        or (not quoted and not _looks_secret(value))):
                     continue
                 kind, at = _prose_kind(m.group("key")), m.start("value")
             else:

@@ -75,6 +75,34 @@ LOOK_ALIKES = [
     "Galaxy S10 (SM-G973F/DS) and router Orbit X2, reset with RESET for 10 s.",
 ]
 
+# config-key lines whose value is a path, a map type, a placeholder or a reference (issue 30)
+CONFIG_LOOK_ALIKES = [
+    "$ sudo postconf -e 'smtp_sasl_password_maps = hash:/etc/postfix/sasl_passwd'",
+    "smtp_sasl_password_maps = lmdb:/etc/postfix/sasl_passwd",
+    "smtpd_sasl_password_maps = regexp:/etc/postfix/sasl_regexp",
+    "password_maps = ldap:/etc/postfix/ldap-passwords.cf",
+    "passdb_file = /etc/dovecot/users.passwd",
+    "ssl_key_password_file: ~/.config/app/key.pass",
+    r"PasswordFile=C:\ProgramData\App\secret.txt",
+    "secret_url = file:///run/secrets/db",
+    "DB_PASSWORD=changeme",
+    "api_key: your_api_key_here",
+    "ADMIN_PASSWORD=xxxx-xxxx-xxxx",
+    "token = placeholder",
+    "client_secret = get_client_secret()",
+    "password = os.environ['DB_PASSWORD']",
+    "password=%(db_password)s and secret: ${SECRET}",
+]
+
+# near misses of those filters that are credentials and stay masked
+CONFIG_CREDENTIALS = [
+    ("password = /Xy7#kq!2", "/Xy7#kq!2"),               # one slash: not a path
+    ("DB_PASSWORD=hash_Xy7!pq9Lm2", "hash_Xy7!pq9Lm2"),     # no "type:" before a path
+    ('password = "changeme2026!"', "changeme2026!"),       # a placeholder word and more
+    ("api_key: 'your-key-9f8e7d6c5b4a'", "your-key-9f8e7d6c5b4a"),
+    ('secret = "S3cr3t(1x"', "S3cr3t(1x"),                 # quoted: a literal, not a call
+]
+
 
 @pytest.mark.parametrize("line,secret,kind", CREDENTIALS, ids=[c[2] + str(i) for i, c in enumerate(CREDENTIALS)])
 def test_credentials_are_masked_with_their_kind_and_line(line, secret, kind):
@@ -110,6 +138,16 @@ def test_look_alikes_stay(text):
     assert mask_secrets(text).text == text
 
 
+@pytest.mark.parametrize("text", CONFIG_LOOK_ALIKES)
+def test_paths_map_types_placeholders_and_references_are_not_credentials(text):
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize("line,secret", CONFIG_CREDENTIALS)
+def test_credentials_next_to_the_filters_stay_masked(line, secret):
+    assert secret not in mask_secrets(line).text
+
+
 def test_a_found_value_is_masked_wherever_it_recurs():
     doc = "DB_PASSWORD=Xy7!pq9Lm2\nIf login fails, type Xy7!pq9Lm2 again."
     masked = mask_secrets(doc)
@@ -143,7 +181,7 @@ def _every_line_analysed(text: str):
     return S._merge(spans)
 
 
-TRIGGER_CASES = ([c[0] for c in CREDENTIALS] + LOOK_ALIKES + [GCP_SERVICE_ACCOUNT]
+TRIGGER_CASES = ([c[0] for c in CREDENTIALS] + LOOK_ALIKES + CONFIG_LOOK_ALIKES + [GCP_SERVICE_ACCOUNT]
                  + ["Intro line.\n" + c[0].upper() + "\nOutro with a KEY." for c in CREDENTIALS]
                  + ["The Paſſword is Zq8!vLm3pX", "CONTRASEÑA=Xy7!pq9Lm2", "İ api-key: Zq8!vLm3pX"])
 
