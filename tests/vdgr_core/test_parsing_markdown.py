@@ -105,3 +105,34 @@ def test_only_headings_is_no_content():
     with pytest.raises(DocumentError) as e:
         md("# A\n\n## B\n")
     assert e.value.reason == DeadLetterReason.NO_CONTENT
+
+
+# Raw HTML keeps its text, tags removed (issue 30: "the fallback tag instead" was lost)
+@pytest.mark.parametrize("raw,text", [
+    ('Use the <span title="a>b">fallback tag</span> instead.', "Use the fallback tag instead."),
+    ("Press <kbd\n>Enter</kbd> to use\nthe <span class=\"a\nb\">fallback tag</span> instead.",
+     "Press Enter to use\nthe fallback tag instead."),
+    ("<video controls>\n  Your browser cannot play it; use the fallback tag instead.\n</video>",
+     "Your browser cannot play it; use the fallback tag instead."),
+    ('<p align="center">\n  <img src="logo.png" alt="Project logo" width="200">\n</p>', "Project logo"),
+    ("<table><tr><th>LED</th><th>Meaning</th></tr><tr><td>Green</td><td>OK</td></tr></table>",
+     "LED | Meaning\n\nGreen | OK"),
+    ("Line one<br>Line two<br/>Line three", "Line one\nLine two\nLine three"),
+    ("<script>alert(1)</script>Visible <style>p { color: red }</style>text", "Visible text"),
+    ("Text <?php echo 1; ?>and <![CDATA[kept data]]> here", "Text and kept data here"),
+])
+def test_raw_html_keeps_its_text(raw, text):
+    doc = md(f"# Guide\n\n## Part\n\n{raw}\n")
+    assert by_title(doc)["Part"].text == text
+
+
+def test_code_autolinks_and_comparisons_are_not_html():
+    doc = md("# Guide\n\n## Part\n\nType `<div>` or a < b > c, 3<5, <https://example.com>, <ops@example.com>.\n\n"
+             "```html\n<div class=\"x\">kept as written</div>\n```\n")
+    assert by_title(doc)["Part"].text == ("Type <div> or a < b > c, 3<5, https://example.com, ops@example.com.\n\n"
+                                          "<div class=\"x\">kept as written</div>")
+
+
+def test_html_block_headings_are_text_and_markdown_headings_still_split():
+    doc = md("# Guide\n\n<div>\n\n## Inside\n\nStill <b>bold</b> text.\n\n</div>\n")
+    assert by_title(doc)["Inside"].text == "Still bold text."

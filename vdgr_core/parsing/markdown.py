@@ -1,4 +1,5 @@
-"""Markdown parser: YAML front matter, ATX and setext headings, fenced code kept as text."""
+"""Markdown parser: YAML front matter, ATX and setext headings, fenced code kept as text, raw HTML
+reduced to its text."""
 from __future__ import annotations
 
 import datetime
@@ -14,6 +15,10 @@ from schemas.records import ParsedDocument
 from vdgr_core.parsing.inline import strip_markdown_inline
 from vdgr_core.parsing.toc import build_document
 
+#: names the rules Markdown text is made with (markdown-2: raw HTML reduced to its text); part of
+#: the content rules recorded in the manifest (vdgr_core.safety.content_rules)
+PARSER_VERSION = "markdown-2"
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -23,6 +28,86 @@ _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _BULLET = re.compile(r"^\s*[-*+]\s+(?:\[[ xX]\]\s+)?")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(?:\|\s*:?-{1,}:?\s*)+\|?\s*$")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+# Raw HTML in Markdown (CommonMark's tag grammar: quoted attribute values may hold ``>`` and line
+# breaks), the code spans it must not touch, and what each tag leaves of itself in the text
+_ATTRIBUTE = r"""\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?"""
+_RAW_HTML = re.compile(
+    r"(?P<code>(?P<ticks>`+)[\s\S]*?(?P=ticks))"
+    r"|(?P<dropped><(?P<drop>script|style)\b(?:" + _ATTRIBUTE + r")*\s*>[\s\S]*?</(?P=drop)\s*>)"
+    r"|<(?P<open>[A-Za-z][A-Za-z0-9-]*)(?P<attrs>(?:" + _ATTRIBUTE + r")*)\s*/?>"
+    r"|</(?P<close>[A-Za-z][A-Za-z0-9-]*)\s*>"
+    r"|<!\[CDATA\[(?P<cdata>[\s\S]*?)\]\]>"
+    r"|<\?[\s\S]*?\?>|<![A-Za-z][^>]*>", re.I)
+_ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.I)
+#: tags that end a line of text (blocks, line breaks); a table cell ends with `` | ``
+_LINE_TAGS = frozenset("address article aside blockquote br caption dd details div dl dt figcaption figure "
+                       "footer h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section summary table tbody "
+                       "tfoot thead tr ul".split())
+_CELL_TAGS = frozenset(("td", "th"))
+
+
+def _html_piece(m: re.Match) -> str:
+    """What one raw-HTML match leaves in the text."""
+    if m.group("code") is not None:
+        return m.group("code")                       # code spans are verbatim
+    if m.group("dropped") is not None:
+        return ""                                    # script and style are not text
+    if m.group("cdata") is not None:
+        return m.group("cdata")
+    tag = (m.group("open") or m.group("close") or "").lower()
+    if tag == "img":
+        alt = _ALT.search(m.group("attrs") or "")
+        return next((g for g in alt.groups() if g is not None), "") if alt else ""
+    if tag in _LINE_TAGS:
+        return "\n"
+    if m.group("close") and tag in _CELL_TAGS:
+        return " | "
+    return ""
+
+
+def raw_html_to_text(body: str) -> str:
+    """Markdown ``body`` with its raw HTML replaced by the HTML's text, outside code.
+
+    Tags are removed and the text between them kept (``<kbd>Ctrl</kbd>`` reads ``Ctrl``, also
+    across line breaks and with ``>`` inside attribute values); ``<img>`` leaves its ``alt``
+    text; block tags and ``<br>`` end a line; table cells are separated by `` | ``; script and
+    style elements, processing instructions and declarations leave nothing. Fenced code and code
+    spans are left as written, and so are autolinks (``<https://...>``) and a lone ``<``.
+
+    Examples
+    --------
+    >>> raw_html_to_text('Use the <span title="a>b">fallback tag</span> instead.')
+    'Use the fallback tag instead.'
+    """
+    if "<" not in body:
+        return body
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if prose:
+            text = _RAW_HTML.sub(_html_piece, "\n".join(prose))
+            out.append(re.sub(r"(?: \| )+[ \t]*(?=\n|$)", "", text))     # no cell bar ends a row
+            prose.clear()
+
+    for line in body.split("\n"):
+        if fence is not None:
+            out.append(line)
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+            continue
+        m = _FENCE.match(line)
+        if m:
+            flush()
+            fence = m.group(1)
+            out.append(line)
+            continue
+        prose.append(line)
+    flush()
+    return "\n".join(out)
 
 
 def _freeze(value: Any) -> Any:
@@ -99,7 +184,7 @@ def parse_markdown(text: str, fallback_title: str) -> ParsedDocument:
         TRUNCATED (unclosed front matter), PARSE_ERROR (front matter not valid YAML).
     """
     front, body = split_front_matter(text)
-    body = _COMMENT.sub("", body)
+    body = raw_html_to_text(_COMMENT.sub("", body))
     entries: list[list] = [[0, "", []]]
     fence: str | None = None
     para_len = 0
