@@ -1,39 +1,147 @@
 """Answers with citations ``[n]`` referring to the evidence order (1 = best).
 
-Offline: an extractive answer made of the evidence sentences sharing most words with the
-question. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
+Offline: an extractive answer quoting the evidence units (sentences, procedures, table rows,
+commands) sharing most words with the question, one part per product version. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import NamedTuple, Sequence
 
 from schemas.errors import LLMError
+from vdgr_core.query.answer_units import Unit, answer_units
 from vdgr_core.query.result import Evidence
 from vdgr_core.query.textutil import overlap, terms
-from vdgr_core.sentences import split_sentences
 
+# a question asking for a procedure: a block is scored whole with the sentence leading it
+_HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|\bprocedure\b"
+                  r"|\binstructions?\b|^\s*(?:reset|install|configure|set up|enable|disable|change|update)\b",
+                  re.I)
 NO_ANSWER = "No answer was found in the indexed documentation you can access."
-MAX_SENTENCES = 3
+MAX_SENTENCES = 3        # an answer's budget, in sentences (a block costs one per line)
 TOP_EVIDENCE = 5
+PER_VERSION = 2          # the budget of each part when the answer is split by version
+FOLLOW_SHARE = 0.3       # a unit after the best one must score above this share of the best
+FLOOR = 0.05             # a unit scoring only the evidence-rank bonus answers nothing
+VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >= this share of the best
+
+
+class _Scored(NamedTuple):
+    score: float
+    n: int               # 1-based evidence number
+    unit: Unit
+    version: str
 
 
 def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
-    """The best sentences of the top evidence, each followed by its citation ``[n]``."""
+    """The best units of the top evidence, each followed by its citation ``[n]``.
+
+    The units (:func:`vdgr_core.query.answer_units.answer_units`) are sentences split on
+    sentence boundaries, and procedures, table rows and command lines quoted whole; headings
+    are never quoted. A unit is scored by the share of the question's words it holds, plus a
+    small bonus for better evidence: a table row with its header; a block, for a how-to
+    question, with the sentence leading it (then quoted with it), else by its best line. The
+    best unit is always quoted; the next ones while they fit :data:`MAX_SENTENCES` (a block
+    costs one per line) and score above :data:`FOLLOW_SHARE` of the best.
+
+    When units of more than one product version score at least :data:`VERSION_SHARE` of the
+    best and the question names none of them (a caller's version filter leaves one version in
+    the evidence), the answer has one labelled part per version, best version first
+    ("For v2.0: ...\\n\\nFor v1.0: ..."), after any unversioned units; a question naming
+    one of the versions is answered from that version (and unversioned evidence) only.
+    """
     if not evidence:
         return NO_ANSWER
     qterms = terms(question)
-    scored = []
-    for n, ev in enumerate(evidence[:TOP_EVIDENCE], 1):
-        for pos, sent in enumerate(split_sentences(ev.text)):
-            if len(sent) < 3:
-                continue
-            scored.append((overlap(qterms, sent) + 0.05 / n, n, pos, sent))
+    how = bool(_HOW.search(question))
+    top = list(enumerate(evidence[:TOP_EVIDENCE], 1))
+    named = named_versions(question, {ev.version for _, ev in top if ev.version})
+    if named:
+        top = [(n, ev) for n, ev in top if not ev.version or ev.version in named]
+    scored = [_Scored(_score(qterms, u, how) + 0.05 / n, n, u, ev.version)
+              for n, ev in top for u in answer_units(ev.text, [ev.title, *ev.path]) if len(u.text) >= 3]
     if not scored:
         return NO_ANSWER
-    scored.sort(key=lambda x: (-x[0], x[1], x[2]))
-    best = [s for s in scored[:MAX_SENTENCES] if s[0] > 0.05] or scored[:1]
-    best.sort(key=lambda x: (x[1], x[2]))
-    return " ".join(f"{sent.rstrip()} [{n}]" for _, n, _, sent in best)
+    scored.sort(key=lambda x: (-x.score, x.n, x.unit.pos))
+    best = _pick(scored, MAX_SENTENCES)
+    floor = max(FLOOR, VERSION_SHARE * best[0].score)
+    versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
+    if len(versions) < 2:
+        return _join(best, how)
+    parts = [_join([s for s in best if not s.version], how)]
+    for v in versions:
+        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
+        parts.append(f"For {version_label(v)}: " + _join(mine, how))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _pick(scored: Sequence[_Scored], budget: int) -> list[_Scored]:
+    """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
+    costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
+    and :data:`FLOOR`; the best unit is always taken."""
+    out, left = [], budget
+    floor = max(FLOOR, FOLLOW_SHARE * scored[0].score) if scored else FLOOR
+    for s in scored:
+        cost = min(budget, s.unit.text.count("\n") + 1) if s.unit.block else 1
+        if out and (s.score <= floor or cost > left):
+            continue
+        out.append(s)
+        left -= cost
+        if left <= 0:
+            break
+    return out
+
+
+def _score(qterms, u: Unit, how: bool) -> float:
+    """The share of the question's words in unit ``u`` (see :func:`extractive_answer`)."""
+    if u.kind == "sentence":
+        return overlap(qterms, u.text)
+    if u.kind == "row":
+        return overlap(qterms, f"{u.lead} {u.text}") if overlap(qterms, u.text) else 0.0
+    if how:
+        return overlap(qterms, f"{u.lead} {u.text}")
+    return max(overlap(qterms, line) for line in u.text.split("\n"))
+
+
+def _join(chosen: Sequence[_Scored], how: bool = False) -> str:
+    """Units in evidence and reading order, each cited; a block on its own lines, after its
+    lead when that ends with a colon or (``how``) was scored with it."""
+    chosen = sorted(chosen, key=lambda x: (x.n, x.unit.pos))
+    leads = {(s.n, s.unit.lead) for s in chosen if s.unit.quoted(how) != s.unit.text}
+    out, prev_block = "", False
+    for s in chosen:
+        u = s.unit
+        if not u.block and (s.n, u.text) in leads:
+            continue            # quoted with its block
+        piece = f"{u.quoted(how).rstrip()} [{s.n}]"
+        out = piece if not out else out + ("\n" if u.block or prev_block else " ") + piece
+        prev_block = u.block
+    return out
+
+
+def version_label(version: str) -> str:
+    """``"2.0"`` -> ``"v2.0"`` (a version already starting with ``v`` is kept)."""
+    return version if version[:1] in "vV" else f"v{version}"
+
+
+def named_versions(question: str, versions) -> set[str]:
+    """The ``versions`` the question names: ``v2``, ``v2.0``, ``version 2`` or ``2.0`` for
+    version ``"2.0"`` (a trailing ``.0`` may be left out)."""
+    out = set()
+    q = question.casefold()
+    for v in versions:
+        core = v.casefold().lstrip("v").strip()
+        if not core:
+            continue
+        short = re.sub(r"(\.0)+$", "", core)
+        forms = {re.escape(core), re.escape(short)}
+        alt = "|".join(sorted(forms, key=len, reverse=True))
+        pat = rf"(?<![\w.])(?:v|version\s*)(?:{alt})(?![\w]|\.\d)"
+        if "." in core:
+            pat += rf"|(?<![\w.]){re.escape(core)}(?![\w]|\.\d)"
+        if re.search(pat, q):
+            out.add(v)
+    return out
 
 
 def answer_messages(question: str, evidence: Sequence[Evidence]) -> list[dict]:

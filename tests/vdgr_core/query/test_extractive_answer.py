@@ -1,0 +1,91 @@
+"""The offline answer keeps versions apart and quotes procedures whole, with exact citations."""
+import re
+
+from schemas.config import AnswerSettings
+from vdgr_core.query.answer import extractive_answer, named_versions
+from vdgr_core.query.answer_stage import AnswerStage
+from vdgr_core.query.neutral import citations
+from vdgr_core.query.result import Evidence
+from vdgr_core.query.trace import TraceRecorder
+
+Q = "How do I reset the Orbit X2 router to factory settings?"
+V2 = ("A factory reset erases the Wi-Fi name, passwords, the Orbit app link and all settings.\n\n"
+      "1. Press and hold the WPS button on the top for 5 seconds until the LED pulses white.\n"
+      "2. Within 10 seconds, press the power button once to confirm.\n"
+      "3. The LED turns solid white while the router restores its defaults (about 90 seconds).\n\n"
+      "You can also reset from the app: Settings > System > Factory reset.")
+V1 = ("A factory reset erases the Wi-Fi name, passwords and all settings.\n\n"
+      "1. Leave the router powered on.\n"
+      "2. Press and hold the RESET pinhole on the back with a paperclip for 10 seconds.\n"
+      "3. Release it when the status LED blinks amber.")
+
+
+def ev(text, version="", title="Factory reset", n=1):
+    return Evidence(chunk_id=f"c{n}", domain="networking", version=version, source=f"doc{n}.md",
+                    path=["Orbit X2 User Manual", title], title=title, text=text, score=1.0 / n, routes=["hybrid"])
+
+
+def _parts(answer):
+    return {m.group(1): m.group(2) for m in re.finditer(r"For (v[\d.]+): (.*?)(?=\n\nFor v|\Z)", answer, re.S)}
+
+
+def test_two_versions_give_one_labelled_part_each_best_first():
+    answer = extractive_answer(Q, [ev(V2, "2.0", n=1), ev(V1, "1.0", n=2)])
+    assert answer.startswith("For v2.0: ")
+    parts = _parts(answer)
+    assert list(parts) == ["v2.0", "v1.0"]
+    assert "WPS button" in parts["v2.0"] and "RESET pinhole" not in parts["v2.0"]
+    assert "RESET pinhole" in parts["v1.0"] and "WPS" not in parts["v1.0"]
+
+
+def test_citations_of_a_split_answer_point_at_their_versions_evidence():
+    evidence = [ev(V2, "2.0", n=1), ev(V1, "1.0", n=2)]
+    answer = extractive_answer(Q, evidence)
+    cites = citations(answer, len(evidence))
+    assert cites and {c.evidence for c in cites} == {1, 2}
+    v1_start = answer.index("For v1.0:")
+    for c in cites:
+        assert answer[c.start:c.end] == f"[{c.evidence}]"
+        assert evidence[c.evidence - 1].version == ("2.0" if c.start < v1_start else "1.0")
+
+
+def test_the_procedure_is_quoted_whole_on_its_own_lines():
+    answer = extractive_answer(Q, [ev(V2, "2.0")])
+    steps = ("1. Press and hold the WPS button on the top for 5 seconds until the LED pulses white.\n"
+             "2. Within 10 seconds, press the power button once to confirm.\n"
+             "3. The LED turns solid white while the router restores its defaults (about 90 seconds). [1]")
+    assert steps in answer
+    assert "For v" not in answer          # one version: no labels
+
+
+def test_a_question_naming_a_version_is_answered_from_that_version_only():
+    answer = extractive_answer(Q.replace("router", "v1 router"), [ev(V2, "2.0", n=1), ev(V1, "1.0", n=2)])
+    assert "RESET pinhole" in answer and "WPS" not in answer and "For v" not in answer
+    assert named_versions("on hardware version 2", {"2.0", "1.0"}) == {"2.0"}
+    assert named_versions("the Orbit X2 on 2.4 GHz", {"2.0", "1.0"}) == set()
+
+
+def test_unversioned_evidence_is_not_split():
+    answer = extractive_answer(Q, [ev(V2, "", n=1), ev(V1, "", n=2)])
+    assert "For v" not in answer
+
+
+def test_a_heading_is_never_an_answer_sentence():
+    text = "Phone\n\nCall a number from the Phone app keypad."
+    answer = extractive_answer("Phone", [ev(text, title="Calls")])
+    assert answer == "Call a number from the Phone app keypad. [1]"
+
+
+def test_the_command_line_is_in_the_answer_whole():
+    text = ("The default editor is nano.\n\nTo change the default editor, run:\n\n"
+            "sudo update-alternatives --config editor\n\nChoose the editor by its number.")
+    answer = extractive_answer("How do I change the default editor?", [ev(text, title="Editors")])
+    assert "To change the default editor, run:\nsudo update-alternatives --config editor [1]" in answer
+
+
+def test_the_answer_stage_gives_the_split_answer_with_exact_citations():
+    evidence = [ev(V2, "2.0", n=1), ev(V1, "1.0", n=2)]
+    stage = AnswerStage(AnswerSettings(min_confidence=0.0))
+    answer = stage.answer(Q, evidence, TraceRecorder(None))
+    assert answer == extractive_answer(Q, evidence)
+    assert [c.evidence for c in citations(answer, 2)] == [int(n) for n in re.findall(r"\[(\d)\]", answer)]
