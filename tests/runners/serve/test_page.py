@@ -81,6 +81,12 @@ def forge(page, answer_pieces, evidence, citations) -> None:
         status=200, content_type="text/event-stream", body=sse(answer_pieces, evidence, citations)))
 
 
+def closed(tab) -> None:
+    """Wait until ``tab`` is closed (it may be already: events are taken while Playwright waits)."""
+    if not tab.is_closed():
+        tab.wait_for_event("close")
+
+
 def _connect(page, live, key):
     page.goto(live.url + "/")
     page.fill("#key", key)
@@ -129,7 +135,10 @@ def test_a_loading_state_is_shown_until_the_stream_ends(browser_context, live):
     assert page.inner_text("#status") == "Searching the documents…"
     assert page.get_attribute("#answer", "aria-busy") == "true"
     assert page.get_attribute("#submit", "aria-disabled") == "true"
-    page.wait_for_function("() => true")       # let the route handler run
+    for _ in range(600):                       # the route handler runs while Playwright waits
+        if held:
+            break
+        page.wait_for_timeout(50)
     assert len(held) == 1
     held[0].fulfill(status=200, content_type="text/event-stream",
                     body=sse(["Unplug the cable", " and hold RESET [1]."], RICH,
@@ -248,7 +257,7 @@ def test_a_binary_source_is_downloaded_not_opened(browser_context, live):
     with page.expect_download() as download, browser_context.expect_page() as opened:
         page.click("#ev-1 a.source")
     assert download.value.suggested_filename == "orbit.docx"
-    opened.value.wait_for_event("close")                              # the blank tab goes again
+    closed(opened.value)                                              # the blank tab goes again
     page.close()
 
 
@@ -261,8 +270,8 @@ def test_a_document_the_server_refuses_shows_its_error(browser_context, live):
     _ask(page, live, STAFF, "How do I reset the router?")
     with browser_context.expect_page() as opened:
         page.click("#ev-1 a.source")
-    opened.value.wait_for_event("close")                              # the blank tab goes again
     page.wait_for_selector("#status.error")
+    closed(opened.value)                                              # the blank tab goes again
     assert page.inner_text("#status") == "document not found"
     page.close()
 
