@@ -1,4 +1,4 @@
-"""The `vdgr` command: index, update, watch, query, gc, serve."""
+"""The `vdgr` command: index, update, watch, query, gc, serve, mcp."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     import importlib
 
-    for name in ("index_cli", "update_cli", "query_cli", "gc_cli", "serve_cli"):
+    for name in ("index_cli", "update_cli", "query_cli", "gc_cli", "serve_cli", "mcp_cli"):
         try:
             module = importlib.import_module(f"runners.{name}")
         except ModuleNotFoundError as e:
