@@ -1,8 +1,8 @@
 """A small corpus built for real (``vdgr index --embedding hashing``) and served with its
 documents (``--corpus``), for the tests of ``GET /v1/documents/{id}`` and the search page.
 
-Markdown with a list and a table, a bookmarked PDF, an ACL-restricted folder (``hr``) and a
-document with a credential; after the build the corpus is changed under the index:
+Markdown with a list and a table, a bookmarked PDF, an ACL-restricted folder (``hr``), a
+document with a credential and an empty one (a dead letter); after the build the corpus is changed under the index:
 ``moved.md`` becomes a symlink to a copy outside the root (same bytes), ``changing.md`` is
 edited and ``gone.md`` deleted.
 """
@@ -29,6 +29,7 @@ FILES = {
     "net/routers/moved.md": "# Moved\n\n## Mounting\n\nMount the bracket with two screws.\n",
     "net/routers/changing.md": "# Changing\n\n## Cables\n\nUse the grey cable for the uplink.\n",
     "net/routers/gone.md": "# Gone\n\n## Antenna\n\nScrew the antenna on clockwise.\n",
+    "net/routers/empty.md": "",                         # a dead letter (no content)
     "net/ops/keys.md": "# Deploy keys\n\n## Access\n\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE deploys the site.\n",
     "hr/_meta.yaml": "acl: [hr]\n",
     "hr/salary.md": "# Salary bands\n\n## Bands\n\nQuorvex band E5 pays 90000 euros.\n",

@@ -58,13 +58,17 @@ def test_text_sources_are_plain_text_in_a_sandbox(served):
 
 
 def test_a_document_the_caller_cannot_read_is_answered_like_a_missing_one(served):
+    reader = served.holder.current().kb.reader
+    statuses = {d["path"]: d["status"] for d in reader.arrow("documents", ["path", "status"]).to_pylist()}
+    assert statuses["net/routers/empty.md"] == "dead_letter" and statuses["hr/salary.md"] == "indexed"
     salary = doc("hr/salary.md")
     assert get(served, "/v1/documents/" + salary, key=HR)[0] == 200
     forbidden = get(served, "/v1/documents/" + salary, key=STAFF)
     missing = get(served, "/v1/documents/" + doc("hr/nothing-here.md"), key=STAFF)
     malformed = get(served, "/v1/documents/not-an-id", key=STAFF)
-    assert forbidden[0] == missing[0] == malformed[0] == 404
-    assert forbidden[2] == missing[2] == malformed[2]
+    dead_letter = get(served, "/v1/documents/" + doc("net/routers/empty.md"), key=STAFF)
+    assert forbidden[0] == missing[0] == malformed[0] == dead_letter[0] == 404
+    assert forbidden[2] == missing[2] == malformed[2] == dead_letter[2]
     assert json.loads(forbidden[2]) == {"error": {"type": "not_found_error", "message": "document not found"}}
     assert b"Quorvex" not in forbidden[2]
 
