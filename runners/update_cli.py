@@ -5,7 +5,7 @@ import sys
 
 from runners.index_cli import (add_build_arguments, fewer_full_collections, print_report, progress_printer,
                                setup_logging, update_config)
-from runners.early_embedder import early_embedder
+from runners.early_embedder import early_embedder, stop_on_signals
 from runners.presets import apply_preset
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import VdgrError
@@ -57,7 +57,8 @@ def run_update_cmd(args, beam_args) -> int:
         config, exists = _config(args)
         # the model starts loading now, before Beam and LanceDB are imported and the corpus
         # scanned; it is stopped at once if the update has nothing to embed
-        with early_embedder(config, wanted=exists):
+        # Ctrl-C or SIGTERM: children stopped, what was embedded kept, nothing committed
+        with early_embedder(config, wanted=exists) as child, stop_on_signals("update", config, child):
             from pipelines.run_update import run_update
 
             with fewer_full_collections():
