@@ -24,8 +24,8 @@ Extraction figures, counted on the product's parse of each PDF (``vdgr_core.pars
   parsed text still shows broken (``sig-nal``, ``sig- nal``);
 - Unicode minus / ligatures left: U+2212 and U+FB00-FB06 characters in the parsed text;
 - TOC/index pages indexed: pages with five or more dot-leader lines whose text reached a section;
-- running lines left: a page's first or last line that recurs (digits ignored) on three or more
-  pages, found again in the parsed text;
+- running lines left: a page's first or last line that recurs (digits ignored) on a quarter of
+  the pages and five, or on three when it holds a number, found again in the parsed text;
 - definition pairs kept: lines of the form ``-x Description`` (a term and its description side
   by side on the page) whose term and first words stay together in the parsed text.
 
@@ -114,7 +114,7 @@ def _running(pages: list[str]) -> list[re.Pattern]:
             seen[re.sub(r"\d+", "#", ln)] += 1
     out = []
     for key, n in seen.items():
-        if n >= 3 and re.search(r"[A-Za-z]{3}", key):
+        if n >= max(5, len(pages) / 4) or (n >= 3 and "#" in key and re.search(r"[A-Za-z]{3}", key)):
             words = [re.escape(w).replace("\\#", r"\d+").replace("#", r"\d+") for w in key.split()]
             out.append(re.compile(r"\s*".join(words)))
     return out

@@ -63,7 +63,8 @@ def pdf_numbered_chapters() -> bytes:
 
 
 def pdf_by_fonts() -> bytes:
-    """No outline: title 20 pt bold, chapters 16 pt bold, sections 13 pt, topics bold at body size."""
+    """No outline: title 20 pt bold, chapters 16 pt bold, sections 13 pt, topics bold at body size
+    with space above them."""
     pdf = _pdf()
     _line(pdf, "Galaxy Phone Guide", 20, "B")
     _line(pdf, "A guide to the Galaxy phone.")
@@ -71,6 +72,7 @@ def pdf_by_fonts() -> bytes:
     _line(pdf, "Charge the battery before first use.")
     _line(pdf, "Inserting the SIM card", 13)
     _line(pdf, "Open the tray with the ejector pin.")
+    pdf.ln(4)                                   # a bold heading at body size is set off by space
     _line(pdf, "Dual SIM", BODY_PT, "B")
     _line(pdf, "Both slots accept nano SIM cards.")
     _line(pdf, "Safety", 16, "B")
