@@ -10,8 +10,9 @@ What a caller learns:
   404 with the same message: nobody learns that a document they cannot read exists;
 * the file is read only below the corpus root, after symlinks are resolved (a row whose path
   leads outside, ``..`` or absolute, is not served) and only when its bytes are the ones that
-  were indexed (``documents.content_hash``): a file changed since the build was not scanned
-  for credentials nor checked against its ACL, so it waits for the next update;
+  were indexed (``documents.content_hash``; at most the build's ``max_file_bytes`` are read):
+  a file changed since the build was not scanned for credentials nor checked against its
+  ACL, so it waits for the next update;
 * a document in which credentials were masked at index time (``secret_findings``) is not
   served either: its file still holds them.
 
@@ -36,6 +37,7 @@ from vdgr_core.store.reader import IndexReader
 
 DOC_ID = re.compile(r"^[0-9a-f]{32}$")
 NOT_FOUND = "document not found"
+DEFAULT_MAX_BYTES = 20_000_000        # LimitsConfig.max_file_bytes, when the manifest records none
 
 _TEXT = {".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".xhtml", ".csv", ".json",
          ".yaml", ".yml", ".adoc"}
@@ -132,15 +134,16 @@ class DocumentSource:
         if row.masked:
             raise ApiError(403, "this document's source is not served: credentials were masked in it "
                                 "when it was indexed")
+        cap = int(reader.manifest.config.get("limits", {}).get("max_file_bytes", DEFAULT_MAX_BYTES))
         try:
             if not os.path.isfile(full):
                 raise FileNotFoundError(full)
-            with open(full, "rb") as f:
-                body = f.read()
+            with open(full, "rb") as f:      # no more than an indexed file can hold
+                body = f.read(cap + 1)
         except OSError:        # gone, or no longer a file
             raise ApiError(409, "the source file is no longer in the corpus; it is served again after "
                                 "the next update") from None
-        if content_hash(body) != row.content_hash:
+        if len(body) > cap or content_hash(body) != row.content_hash:
             raise ApiError(409, "the source file changed since the index was built; it is served again "
                                 "after the next update")
         kind, disposition = media_type(row.path)

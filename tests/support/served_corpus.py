@@ -2,9 +2,10 @@
 documents (``--corpus``), for the tests of ``GET /v1/documents/{id}`` and the search page.
 
 Markdown with a list and a table, a bookmarked PDF, an ACL-restricted folder (``hr``), a
-document with a credential and an empty one (a dead letter); after the build the corpus is changed under the index:
-``moved.md`` becomes a symlink to a copy outside the root (same bytes), ``changing.md`` is
-edited and ``gone.md`` deleted.
+document with a credential and an empty one (a dead letter). After the build the corpus is
+changed under the index: ``moved.md`` becomes a symlink to a copy outside the root (same
+bytes), ``changing.md`` is edited and ``gone.md`` deleted. The server's ``corpus`` attribute
+names the root.
 """
 from __future__ import annotations
 
@@ -53,4 +54,5 @@ def serve_corpus(base: str) -> Iterator[LiveServer]:
     os.remove(os.path.join(routers, "gone.md"))
     config = QueryConfig(embedding=EmbeddingConfig(kind="hashing"), min_confidence=0.0)
     with serve_index(index, config, corpus=corpus) as server:
+        server.corpus = corpus
         yield server

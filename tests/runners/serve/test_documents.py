@@ -100,6 +100,23 @@ def test_a_file_changed_or_gone_since_the_build_is_not_served(served):
     assert "no longer in the corpus" in json.loads(gone[2])["error"]["message"]
 
 
+def test_no_more_is_read_than_the_build_could_index(served):
+    """A file grown past the build's max_file_bytes is refused like a changed one, after
+    reading at most one byte more than that."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    real = served.holder.current().kb.reader
+    small = SimpleNamespace(manifest=replace(real.manifest, build_id="small-limit",
+                                             config={**real.manifest.config, "limits": {"max_file_bytes": 10}}),
+                            arrow=real.arrow)
+    source = DocumentSource(served.corpus)
+    with pytest.raises(ApiError) as err:
+        source.fetch(small, doc("net/routers/orbit.md"), ["staff"])
+    assert err.value.status == 409 and "changed since the index was built" in err.value.message
+    assert source.fetch(real, doc("net/routers/orbit.md"), ["staff"]).body == ORBIT.encode("utf-8")
+
+
 def test_a_document_with_masked_credentials_is_not_served(served):
     status, _, raw = get(served, "/v1/documents/" + doc("net/ops/keys.md"))
     assert status == 403 and b"AKIA" not in raw
