@@ -153,13 +153,13 @@ def test_a_loading_state_is_shown_until_the_stream_ends(browser_context, live):
 
 def test_evidence_keeps_paragraphs_lists_and_tables_as_text(browser_context, live):
     page = browser_context.new_page()
-    prose = {**RICH[1], "path": ["Net", "Shell"], "page": None, "doc_id": "",
-             "text": "Filter with ls | grep x to reset.\nThen sort | uniq -c | head the rest."}
+    shell = "Filter with ls | grep x to reset.\nThen sort | uniq -c | head the rest."
+    prose = {**RICH[1], "path": ["Net", "Shell"], "page": None, "doc_id": "", "text": shell}
     forge(page, ["Hold RESET [1]."], [*RICH, prose], cite("Hold RESET [1].", 1))
     _ask(page, live, STAFF, "How do I reset the router LED?")
     # pipes in prose (rows of different widths) are not a table; its lines stay lines
     assert page.locator("#ev-3 table").count() == 0
-    assert page.locator("#ev-3 p").inner_text() == "Filter with ls | grep x to reset.\nThen sort | uniq -c | head the rest."
+    assert page.locator("#ev-3 p").inner_text() == shell
     text = page.locator("#ev-1 .text")
     assert text.locator("ol > li").all_inner_texts()[:3] == [
         "Unplug the cable.", "Hold RESET for 10 seconds.", "Wait for the amber LED."]
@@ -382,8 +382,8 @@ def test_keyboard_only_use_works(browser_context, live):
 
 CONTRAST = """() => {
   const rgb = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return m.length > 3 ? m : [...m, 1]; };
-  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-                                return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = ([r, g, b]) => 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
   const background = (el) => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor);
                                  if (c[3] > 0) return c; } return [255, 255, 255, 1]; };
   const out = [];
