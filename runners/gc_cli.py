@@ -18,6 +18,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from schemas.errors import VdgrError
+    from vdgr_core.progress import plural
     from vdgr_core.store.gc import collect_garbage
 
     try:
@@ -25,7 +26,7 @@ def run(args) -> int:
     except VdgrError as exc:
         print(f"vdgr gc: error: {exc}", file=sys.stderr)
         return 2
-    print(f"removed {r.lance_versions_removed} table versions, "
-          f"{r.shard_folders_removed} BM25 shard and layout folders, {r.vector_blocks_removed} vector blocks, "
-          f"{r.staging_runs_removed} staging runs")
+    print(f"removed {plural(r.lance_versions_removed, 'table version')}, "
+          f"{plural(r.shard_folders_removed, 'BM25 shard or layout folder')}, "
+          f"{plural(r.vector_blocks_removed, 'vector block')}, {plural(r.staging_runs_removed, 'staging run')}")
     return 0

@@ -12,6 +12,7 @@ from runners.early_embedder import early_embedder, runs_in_this_process, stop_on
 from runners.presets import PRESETS, apply_preset
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
 from vdgr_core.embedding import resolve_precision
+from vdgr_core.progress import plural
 
 
 def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool = False) -> None:
@@ -152,8 +153,8 @@ def print_report(report, out=None) -> None:
     m = report.manifest
     print(f"\nindex {m.build_id} committed in {report.wall_s:.1f} s", file=out)
     for name, rows in sorted(report.rows.items()):
-        print(f"  {name:<14}{rows:>9,d} rows", file=out)
-    print(f"  dead letters  {report.dead_letters:>9,d} of {report.documents_seen:,d} files", file=out)
+        print(f"  {name:<14}{rows:>9,d} {'row' if rows == 1 else 'rows'}", file=out)
+    print(f"  dead letters  {report.dead_letters:>9,d} of {plural(report.documents_seen, 'file')}", file=out)
     print(f"  embeddings    {report.embeddings_computed:>9,d} computed, "
           f"{report.embeddings_from_cache:,d} from cache", file=out)
     print(f"  BM25 shards   {len(m.tantivy_shards):>9,d}", file=out)

@@ -3,6 +3,7 @@ lines on stderr (no third-party notices), counts pluralised, the recorded embedd
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -21,6 +22,9 @@ def _vdgr(*argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+_ONE_PLURAL = re.compile(r"(?<![\d,.])1 (?:rows|files|domains|documents|arriving documents|texts)\b")
+
+
 def _foreign_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip() and not line.startswith("[vdgr] ")]
 
@@ -32,6 +36,7 @@ def test_commands_print_only_their_own_lines(tmp_path):
     assert built.returncode == 0, built.stderr
     assert _foreign_lines(built.stderr) == []
     assert "2 documents in 1 domain " in built.stderr
+    assert not _ONE_PLURAL.search(built.stdout + built.stderr), built.stdout
 
     # no --embedding: the query uses the hashing embedder the manifest records
     asked = _vdgr("query", "--index", index, "How many days of annual leave?")
@@ -46,3 +51,5 @@ def test_commands_print_only_their_own_lines(tmp_path):
     assert _foreign_lines(updated.stderr) == []
     assert "processing 1 arriving document in" in updated.stderr
     assert "touches in 1 domain" in updated.stderr
+    assert not _ONE_PLURAL.search(updated.stdout + updated.stderr), updated.stdout
+    assert re.search(r"documents\s+2 rows", updated.stdout)
