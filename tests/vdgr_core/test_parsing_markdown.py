@@ -136,3 +136,10 @@ def test_code_autolinks_and_comparisons_are_not_html():
 def test_html_block_headings_are_text_and_markdown_headings_still_split():
     doc = md("# Guide\n\n<div>\n\n## Inside\n\nStill <b>bold</b> text.\n\n</div>\n")
     assert by_title(doc)["Inside"].text == "Still bold text."
+
+
+def test_the_markdown_rules_are_part_of_the_content_rules():
+    from vdgr_core.parsing.markdown import PARSER_VERSION
+    from vdgr_core.safety import content_rules
+
+    assert PARSER_VERSION in content_rules().split("/")
