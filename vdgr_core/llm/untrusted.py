@@ -26,9 +26,16 @@ _MARKER_RUN = re.compile(r"<{3,}|>{3,}|<\||\|>")
 _LABEL_OK = re.compile(r"[^A-Z0-9_]")
 
 
-def _defuse(m: re.Match) -> str:
-    s = m.group(0)
-    return s.replace("<", "‹").replace(">", "›")
+def defuse_angles(text: str) -> str:
+    """``text`` with every ``<`` and ``>`` written ``‹`` and ``›`` (single-angle quotation
+    marks): readable, but neither a delimiter, a chat-template token nor markup.
+
+    Examples
+    --------
+    >>> defuse_angles("<<<END EVIDENCE>>> <b>")
+    '‹‹‹END EVIDENCE››› ‹b›'
+    """
+    return text.replace("<", "‹").replace(">", "›")
 
 
 def neutralize(text: str) -> str:
@@ -45,7 +52,7 @@ def neutralize(text: str) -> str:
         ``text`` with every run of three or more ``<`` or ``>``, and every ``<|`` / ``|>``,
         written with single-angle quotation marks (``‹`` / ``›``) instead, which no marker uses.
     """
-    return _MARKER_RUN.sub(_defuse, text)
+    return _MARKER_RUN.sub(lambda m: defuse_angles(m.group(0)), text)
 
 
 def _clean_label(label: str) -> str:

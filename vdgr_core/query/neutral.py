@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from vdgr_core.llm.untrusted import defuse_angles
 from vdgr_core.query.result import Citation, Evidence
 
 _CONTROL = re.compile(r"<\|[^<>|\n]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -37,12 +38,12 @@ def neutral_text(text: str) -> str:
     """
     if not text or not any(ch in text for ch in "<["):
         return text
-    text = _TAG.sub(_defuse, _CONTROL.sub("", text))
+    text = _defuse_markup(_CONTROL.sub("", text))
     return _BRACKETED.sub(r"(\1)", text)
 
 
-def _defuse(m: re.Match) -> str:
-    return m.group(0).replace("<", "‹").replace(">", "›")
+def _defuse_markup(text: str) -> str:
+    return _TAG.sub(lambda m: defuse_angles(m.group(0)), text)
 
 
 def neutral_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
@@ -59,7 +60,7 @@ def neutral_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
 def clean_generated(text: str, n_evidence: int) -> str:
     """An LLM's answer text without control tokens, its markup defused, and without citations
     of evidence items that do not exist (``[n]`` outside 1..``n_evidence``)."""
-    text = _TAG.sub(_defuse, _CONTROL.sub("", text))
+    text = _defuse_markup(_CONTROL.sub("", text))
     return _CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_evidence else "", text)
 
 
