@@ -26,12 +26,16 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
         f.write("# Extra\n\nA new page about the Orbit X2 antenna.\n")
     run_update(cfg)
     os.makedirs(os.path.join(index, "_staging", "crashed-run"))
+    journal = os.path.join(index, "_staging", "embedding-journal-99999.arrows")      # a killed build's
+    with open(journal, "wb") as f:
+        f.write(b"\xff")
     reader = IndexReader(index)
     live = reader.manifest
     n_contents = reader.arrow(T.CONTENTS).num_rows
     assert live.shard_folders("net") != [old_shard] and live.layouts["net"].folder != old_graph
     report = collect_garbage(index, keep=dt.timedelta(0))
-    assert report.shard_folders_removed == 2 and report.staging_runs_removed == 1   # BM25 + layout
+    assert report.shard_folders_removed == 2 and report.staging_runs_removed == 2   # BM25 + layout
+    assert not os.path.exists(journal)
     # the old layout's vector blocks the new one does not name (the domain's one block of each kind)
     named = {os.path.normpath(os.path.join(index, rel)) for rel in blocks_named(
         [DomainLayout(os.path.join(index, ref.folder)).meta for ref in live.layouts.values()])}

@@ -119,6 +119,9 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
     for run in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
         path = os.path.join(staging, run)
         if _older_than(path, keep_s):
-            shutil.rmtree(path, ignore_errors=True)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:           # an embedding journal a killed build left (runners/early_embedder.py)
+                os.remove(path)
             runs += 1
     return GcReport(versions, shards, runs, blocks)
