@@ -194,18 +194,6 @@ def embedding_cache_schema(dim: int) -> pa.Schema:
     ])
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` in ``schema``: columns added to the contract since it was written are null.
-
-    Lets an update carry over rows of an index written before a nullable column existed
-    (e.g. ``contents.page``); a missing non-nullable column still fails the cast.
-    """
-    for f in schema:
-        if f.name not in table.column_names:
-            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
-    return table.select(schema.names).cast(schema)
-
-
 def schema_for(table: str, dim: int) -> pa.Schema:
     """Arrow schema of ``table``; ``dim`` is the vector width for tables that carry vectors."""
     fixed = {DOCUMENTS: documents_schema, DEAD_LETTERS: dead_letters_schema, EDGES: edges_schema,

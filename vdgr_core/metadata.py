@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any, Mapping, Optional
 
 import yaml
@@ -126,8 +125,3 @@ def merge_meta(outer: DocMeta, inner: DocMeta) -> DocMeta:
 def apply_front_matter(meta: DocMeta, front: Mapping[str, Any]) -> DocMeta:
     """Return ``meta`` overridden by a document's front matter (front matter wins)."""
     return merge_meta(meta, meta_from_mapping(front))
-
-
-def without_title(meta: DocMeta) -> DocMeta:
-    """Return ``meta`` with no title (titles name one folder and are not inherited)."""
-    return replace(meta, title=None)

@@ -7,7 +7,7 @@ the documents under it even when their bytes did not change.
 from __future__ import annotations
 
 from schemas.records import DocumentTask
-from vdgr_core.ids import content_hash, document_fingerprint, stable_id
+from vdgr_core.ids import document_fingerprint, stable_id
 
 
 def task_fingerprint(task: DocumentTask, content_sha256: str) -> str:
@@ -22,7 +22,3 @@ def skipped_fingerprint(rel_path: str, reason: str = "unsupported_format", detai
     if reason == "unsupported_format":
         return stable_id("skipped", rel_path)
     return stable_id("skipped", rel_path, reason, detail)
-
-
-def file_fingerprint(task: DocumentTask, data: bytes) -> str:
-    return task_fingerprint(task, content_hash(data))

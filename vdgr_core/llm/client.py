@@ -53,9 +53,6 @@ class StageUsage:
     retries: int = 0
 
 
-Usage = StageUsage
-
-
 class _Transient(Exception):
     """An attempt failed in a way worth retrying (5xx, 429, connection, timeout)."""
 
