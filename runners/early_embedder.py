@@ -174,10 +174,11 @@ def stop_on_signals(command: str, config: BuildConfig, child) -> Iterator[None]:
                 kept = keep_embedded(config, child)
                 _remove(child.journal)
             except Exception as e:               # the line still comes; the cache is an optimisation
-                print(f"vdgr {command}: could not keep the embedded texts: {e}", file=sys.stderr)
-        print(interrupted_line(command, kept), file=sys.stderr, flush=True)
+                os.write(2, f"vdgr {command}: could not keep the embedded texts: {e}\n".encode("utf-8"))
+        line = (interrupted_line(command, kept) + "\n").encode("utf-8")
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        os.write(2, line)            # not through sys.stderr: the signal may have cut a write to it
         os._exit(128 + signum)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}

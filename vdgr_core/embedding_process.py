@@ -279,8 +279,14 @@ class EmbedderProcess:
         self._conn.close()
         for t in self._threads:          # the receiver writes the journal: let it finish
             t.join(timeout=1.0)
-        with self._lock:
+        # bounded: close() also runs in a signal handler, which may have interrupted this very
+        # thread inside ``with self._lock`` (submit)
+        locked = self._lock.acquire(timeout=1.0)
+        try:
             writer, self._journal_writer = self._journal_writer, None
+        finally:
+            if locked:
+                self._lock.release()
         if writer is not None:
             writer.close()
 
