@@ -12,7 +12,7 @@ cut a sentence at a source line break, so the text is read as blocks first:
   wrapped continuation lines, are one unit; the sentence before them is their ``lead``;
 - **rows**: a table row (a line with ``|`` between cells) is one unit; the table's first row
   is its ``lead``;
-- **commands**: a shell command line (``$ cmd``, ``sudo cmd``, ``cmd --option``) is one unit
+- **commands**: a shell command line (``$ cmd``, ``# cmd``, ``sudo cmd``, ``cmd --option``) is one unit
   with the sentence before it as its lead;
 - **lines**: any other paragraph of several lines kept apart (an HTML list, a code block) is
   one unit, unless no line of it closes with punctuation: then it is a table whose cells lost
@@ -39,7 +39,7 @@ WRAP_MIN_CHARS = 50          # a line this long ending in a lower-case word is h
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|\(\d{1,3}\)|[-*•‣▪◦+])\s+\S")
 _ROW = re.compile(r"\S\s*\|\s*\S")
-_COMMAND = re.compile(r"^\s*(?:\$\s+\S|sudo\s+\S|[a-z][\w.+-]*(?:\s+\S+)*?\s+--?[a-z][\w-]*)")
+_COMMAND = re.compile(r"^\s*(?:[$#]\s+[\w./~-]|sudo\s+\S|[a-z][\w.+-]*(?:\s+\S+)*?\s+--?[a-z][\w-]*)")
 _CLOSED = re.compile(r"[.!?:;][\"'`)\]]*$")     # a line ending a sentence or a clause
 
 

@@ -66,6 +66,12 @@ def test_a_command_line_is_whole_and_led_by_its_sentence():
     assert units[1].quoted() == "To change the default editor, run:\nsudo update-alternatives --config editor"
 
 
+def test_root_prompt_commands_are_one_block():
+    units = answer_units("Install them by the following.\n\n# apt-get update\n# apt-get install mc vim")
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "Install them by the following."), ("command", "# apt-get update\n# apt-get install mc vim")]
+
+
 def test_a_long_list_is_cut_between_items_never_inside_one():
     items = [f"{i}. Step number {i} of the long procedure." for i in range(1, MAX_BLOCK_LINES + 4)]
     units = answer_units("\n".join(items))
