@@ -120,8 +120,11 @@ class Staging:
 
     def remove(self) -> None:
         try:
-            if FileSystems.exists(self.root):
-                FileSystems.delete([self.root])
+            if _is_local(self.root):
+                if FileSystems.exists(self.root):
+                    FileSystems.delete([self.root])
+            else:   # no folder object to test on a store: delete every object under the prefix
+                FileSystems.delete([self.root.rstrip("/") + "/"])
         except Exception:  # staging is never read again; a leftover is harmless
             pass
         if _is_local(self.root):
