@@ -5,6 +5,7 @@ and the manifest use; readers open a table at the exact version the manifest nam
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,7 +41,23 @@ def connect(uri: str, cache_bytes: Optional[int] = DRIVER_CACHE_BYTES):
     """
     session = lancedb.Session(index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes) \
         if cache_bytes is not None else None
-    return lancedb.connect(uri.rstrip("/") + "/lance", session=session)
+    return lancedb.connect(uri.rstrip("/") + "/lance", session=session,
+                           storage_options=storage_options(uri) or None)
+
+
+def storage_options(uri: str) -> dict[str, str]:
+    """Lance storage options an ``s3://`` URI needs beyond the standard AWS environment.
+
+    Lance reads ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``), the keys and the region from
+    the environment like pyarrow and boto3 do, but refuses a plain ``http://`` endpoint (a local
+    S3 such as MinIO or moto) unless told to allow it; pyarrow and boto3 follow the scheme of
+    the endpoint. So an ``http://`` endpoint in the environment allows HTTP here too, and every
+    component finds the store through the same variables.
+    """
+    if not str(uri).startswith("s3://"):
+        return {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    return {"allow_http": "true"} if endpoint.startswith("http://") else {}
 
 
 def has_table(db, name: str) -> bool:
