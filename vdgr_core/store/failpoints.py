@@ -26,13 +26,20 @@ The points, in commit order (ARCHITECTURE.md, commit protocol):
     the new manifest is written and fsynced under a temporary name, not yet renamed.
 ``commit.manifest_written``
     the new manifest is in place (the commit is done; staging not yet removed).
+
+With ``VDGR_FAILPOINT_MARKER`` set to a path or URI as well, a named point does not kill the
+process: it writes that marker object (the point's name and the process id) and stops there
+for good, so that a test can kill the process, or the machine under it, at that exact point,
+deterministically (tests/runners/test_cluster.py kills a whole Beam worker pool this way).
 """
 from __future__ import annotations
 
 import os
 import signal
+import threading
 
 ENV = "VDGR_FAILPOINT"
+MARKER_ENV = "VDGR_FAILPOINT_MARKER"
 
 POINTS = ("commit.staged", "commit.shards_published", "store.folder_uploaded_without_marker",
           "commit.layouts_published", "commit.cache_written",
@@ -41,10 +48,29 @@ TABLE_POINT = "commit.table_written.{}"
 
 
 def failpoint(name: str) -> None:
-    """Kill this process with SIGKILL if ``VDGR_FAILPOINT`` names ``name``; otherwise nothing."""
+    """Kill this process with SIGKILL if ``VDGR_FAILPOINT`` names ``name``; otherwise nothing.
+
+    With ``VDGR_FAILPOINT_MARKER`` set, write that marker and block the calling thread for good
+    instead (the process is left for the test to kill)."""
     wanted = os.environ.get(ENV)
     if wanted and name in wanted.split(","):
+        marker = os.environ.get(MARKER_ENV)
+        if marker:
+            _write_marker(marker, f"{name} {os.getpid()}\n".encode())
+            threading.Event().wait()
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-__all__ = ["ENV", "POINTS", "TABLE_POINT", "failpoint"]
+def _write_marker(uri: str, data: bytes) -> None:
+    import pyarrow.fs as pafs
+
+    if "://" in uri:
+        fs, path = pafs.FileSystem.from_uri(uri)
+    else:
+        fs, path = pafs.LocalFileSystem(), os.path.abspath(uri)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+__all__ = ["ENV", "MARKER_ENV", "POINTS", "TABLE_POINT", "failpoint"]
