@@ -154,3 +154,25 @@ def test_http_client_without_a_key_cannot_connect(mcp_url):
 
     with pytest.raises(Exception):
         _run(session)
+
+
+def test_http_transport_needs_a_keys_file(index, capsys):
+    from runners.cli import main
+
+    assert main(["mcp", "--index", index, "--transport", "http"]) == 2
+    assert "--api-keys" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,problem", [({"query": "battery", "k": 0}, "greater than or equal to 1"),
+                                          ({"query": "x" * 4001}, "at most 4000 characters")])
+def test_search_arguments_are_validated(index, args, problem):
+    from runners.serve.auth import Caller
+
+    holder = SnapshotHolder(index, lambda i, emb: open_snapshot(i, CONFIG, emb), poll_s=0.0)
+
+    async def call():
+        async with Client(build_server(holder, lambda ctx: Caller("test", ()))) as client:
+            return await client.call_tool("search", args)
+
+    refused = _run(call)
+    assert refused.is_error and problem in refused.content[0].text
