@@ -63,7 +63,7 @@ def write_block(name: str, text: str, files=None) -> Path:
 
 RENDERERS = {"latency": "bench.bench_query", "serve": "bench.bench_serve", "confidence": "bench.bench_confidence",
              "compress": "bench.bench_compress", "llm": "bench.bench_llm", "build": "bench.bench_build",
-             "update": "bench.bench_update"}
+             "update": "bench.bench_update", "cluster": "bench.bench_cluster"}
 
 
 def merge_block(text: str, name: str, body: str) -> str:
