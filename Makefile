@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_query
 	$(BIN)/python -m bench.bench_serve
 	$(BIN)/python -m bench.bench_compress --budgets 0,150,300,600
+	$(BIN)/python -m bench.bench_answers
 	$(BIN)/python -m bench.update_benchmarks_md
 	VDGR_UPDATE_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/pipelines/test_update_property.py
 
