@@ -60,6 +60,7 @@ def early_embedder(config: BuildConfig, wanted: bool) -> Iterator[Optional[objec
         return
     from vdgr_core.embedding_process import EmbedderProcess
 
+    adopt_journals(config)
     child = EmbedderProcess(config.embedding, journal=_journal_path(config))
     try:
         with child:
@@ -90,6 +91,34 @@ def keep_embedded(config: BuildConfig, child) -> int:
     if rows is None or rows.num_rows == 0:
         return 0
     return append_to_cache(str(config.index), rows, child.dim)
+
+
+def adopt_journals(config: BuildConfig) -> int:
+    """Add to the embedding cache the journals of runs that were killed (SIGKILL, out of memory:
+    no handler ran), then remove them; the keys offered. A journal whose process still runs is
+    left alone; one that cannot be read or added is left for ``vdgr gc``."""
+    import glob
+
+    from vdgr_core.embedding import embedder_identity
+    from vdgr_core.embedding_process import read_journal
+    from vdgr_core.indexing.embed_cache import append_to_cache
+
+    path = _journal_path(config)
+    if path is None:
+        return 0
+    added = 0
+    for journal in glob.glob(os.path.join(os.path.dirname(path), "embedding-journal-*.arrows")):
+        pid = journal.rsplit("-", 1)[-1].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            rows = read_journal(journal)
+            if rows is not None and rows.num_rows:
+                added += append_to_cache(str(config.index), rows, embedder_identity(config.embedding)[1])
+            _remove(journal)
+        except Exception:                  # a cache, never worth failing a build for
+            continue
+    return added
 
 
 def _child_pids() -> list[int]:
@@ -141,6 +170,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    except PermissionError:          # another user's process
+        return True
     return True
 
 
@@ -199,5 +230,5 @@ def interrupted_line(command: str, kept: int) -> str:
     return f"vdgr {command}: stopped; nothing committed"
 
 
-__all__ = ["early_embedder", "interrupted_line", "keep_embedded", "runs_in_this_process", "stop_children",
-           "stop_on_signals"]
+__all__ = ["adopt_journals", "early_embedder", "interrupted_line", "keep_embedded", "runs_in_this_process",
+           "stop_children", "stop_on_signals"]
