@@ -202,8 +202,11 @@ def answer_units(text: str, titles: Iterable[str] = ()) -> list[Unit]:
                     for ln in run[1:]:
                         add("row", ln, run[0])
                     run = []
-                if len(run) > 1 and _is_heading(run[0], heads):
-                    run = run[1:]           # a heading line over its text
+                # a heading line over text: at the start or after a closed line, before a
+                # line starting in upper case
+                run = [r for k, r in enumerate(run)
+                       if not (k + 1 < len(run) and _is_heading(r, heads) and run[k + 1][:1].isupper()
+                               and (k == 0 or _CLOSED.search(run[k - 1])))]
                 if len(run) > 1 and not all(_CLOSED.search(r) for r in run):
                     for part in _chunks(run):
                         add("lines", "\n".join(part), last_sentence)

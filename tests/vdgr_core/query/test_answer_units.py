@@ -41,6 +41,9 @@ def test_headings_are_never_units():
     text = "Phone\n\nCall a number from the keypad.\n\nContacts\nAdd a contact from the Phone app."
     assert _kinds(text) == [("sentence", "Call a number from the keypad."),
                             ("sentence", "Add a contact from the Phone app.")]
+    # a heading between sentences of one block (PDF text)
+    assert _kinds("Dial from the keypad.\nPhone\nCall a number from the log.") == [
+        ("sentence", "Dial from the keypad."), ("sentence", "Call a number from the log.")]
     # the section's own title, even when it reads like a sentence
     assert _kinds("Factory reset.\n\nHold WPS for 5 seconds.", ["Factory reset."]) == [
         ("sentence", "Hold WPS for 5 seconds.")]
