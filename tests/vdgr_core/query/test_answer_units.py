@@ -1,4 +1,10 @@
 """Evidence text as answer units: sentences across line breaks, blocks whole, no headings."""
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.fuzz import FUZZ, watchdog
 from vdgr_core.query.answer_units import MAX_BLOCK_LINES, answer_units
 
 RESET = ("A factory reset erases all settings.\n\n"
@@ -80,3 +86,23 @@ def test_a_long_list_is_cut_between_items_never_inside_one():
     units = answer_units("\n".join(items))
     assert len(units) == 2 and all(u.kind == "steps" for u in units)
     assert [ln for u in units for ln in u.text.split("\n")] == items
+
+
+_PIECES = st.sampled_from(["\n", "\n\n", "1. ", "- ", " | ", "$ ", "# ", "(", ")", ".", ":", " ", "Press",
+                           "the", "button", "LED", "sudo", "--config", "Phone", "a", "b.c/d"])
+
+
+@FUZZ
+@given(st.lists(_PIECES, max_size=60).map("".join))
+def test_every_unit_line_is_quoted_from_the_text(text):
+    """Units only regroup the text: every line of every unit (whitespace collapsed) is in it."""
+    def norm(s):
+        return re.sub(r"\s+", " ", s).strip()
+
+    with watchdog():
+        units = answer_units(text, ["Phone"])
+    source = norm(text)
+    for u in units:
+        assert u.text.strip()
+        for line in u.quoted(True).split("\n"):
+            assert norm(line) in source
