@@ -5,6 +5,11 @@ on a thread of the command's own process, holds the interpreter lock against the
 corpus scan and the parsing it should overlap (a measured build loaded it in 7.5 s that way).
 A child process (``vdgr_core.embedding_process``) loads it truly in parallel; the in-process
 pipeline and the driver then embed through it (``transforms.embed.provided_embedder``).
+
+Stopping (:func:`stop_on_signals`): Ctrl-C or SIGTERM of ``vdgr index`` / ``vdgr update`` stops
+every child at once and keeps what the child embedded (its journal) in the index's embedding
+cache, so the next run embeds only the rest; a run killed without a handler leaves its journal,
+which the next run adopts (:func:`adopt_journals`).
 """
 from __future__ import annotations
 
@@ -27,15 +32,6 @@ def runs_in_this_process(beam_args: Sequence[str]) -> bool:
         elif name == "--direct_running_mode":
             mode = value
     return runner in _IN_PROCESS_RUNNERS and mode == "in_memory"
-
-
-def _journal_path(config: BuildConfig) -> Optional[str]:
-    """Where the child's vectors are journaled: a file beside the index's staging (local
-    indexes only; ``None`` for an object store)."""
-    index = str(config.index)
-    if "://" in index:
-        return None
-    return os.path.join(index, "_staging", f"embedding-journal-{os.getpid()}.arrows")
 
 
 def _journal_path(config: BuildConfig) -> Optional[str]:
