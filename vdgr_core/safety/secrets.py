@@ -216,7 +216,8 @@ def _is_placeholder(value: str) -> bool:
 
 #: what a keyword can name that is not a credential (a value named by ``password=``, "token:")
 #: a file path of two or more parts (``/etc/postfix/sasl_passwd``, ``~/.pgpass``, ``C:\\keys\\a.pem``)
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~-]+(?:/[\w.@%+~-]*)+|~/[\w.@%+~-]+|[A-Za-z]:\\[\w .@%+~-]+(?:\\[\w .@%+~-]*)*")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~-]+(?:/[\w.@%+~-]*)+|~/[\w.@%+~-]+"
+                   r"|[A-Za-z]:\\[\w .@%+~-]+(?:\\[\w .@%+~-]*)*")
 #: a lookup-table or resource reference ``type:path`` (Postfix ``hash:/etc/...``, ``regexp:``,
 #: ``lmdb:``, ``ldap:/etc/postfix/ldap.cf``; ``file:///...``; a URL without a password)
 _TYPED_PATH = re.compile(r"[a-z][a-z0-9+_-]*:(?:/|~/|\.{1,2}/)\S*")
