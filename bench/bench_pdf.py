@@ -247,6 +247,8 @@ def render(report: dict) -> str:
              " dev/test by id hash (bench/splits.py)",
              "- hit@k: an evidence among the first k from the gold document whose text contains the gold"
              " answer string (whitespace-free, casefolded); page@k: one starting on the gold page or the one before",
+             "- parse s: wall seconds of the product's parse on a 2-core machine shared with other jobs (noisy);"
+             " the extractor table comes from `--extractors`",
              ""]
     for label, run in runs.items():
         m = run["machine"]
