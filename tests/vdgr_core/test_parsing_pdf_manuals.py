@@ -195,3 +195,16 @@ def test_a_chapter_title_atop_three_pages_is_running_but_a_label_ending_three_pa
     kept = [ln.text for ln in drop_running_lines(lines, 12)]
     assert "Chapter 2: Setting up" not in kept
     assert kept.count("Example:") == 3 and len(kept) == 15
+
+
+def test_a_contents_page_with_page_numbers_apart_is_dropped_but_prose_with_leaders_is_not():
+    from vdgr_core.parsing.pdf import Line, drop_toc_pages
+
+    toc = [Line(1, k, 700.0 - 10 * k, f"Topic {k}", 10, False, True) for k in range(30)]
+    toc += [Line(1, 40 + k, 700.0 - 10 * k, str(5 + k), 10, False, True) for k in range(25)]
+    toc += [Line(1, 80 + k, 600.0 - 10 * k, ". " * 30, 10, False, True) for k in range(6)]
+    prose = [Line(2, 0, 700.0 - 10 * k, f"Sentence {k} of the body goes on about the lid.", 10, False, True)
+             for k in range(50)]
+    prose += [Line(2, 1, 100.0 - 10 * k, "Default " + ". " * 20 + "500", 10, False, True) for k in range(6)]
+    kept = drop_toc_pages(toc + prose)
+    assert {ln.page for ln in kept} == {2} and len(kept) == 56

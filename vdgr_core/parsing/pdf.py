@@ -55,12 +55,13 @@ _TOC_LINES = 5           # a page with this many dot-leader lines (and a fifth o
 _TOC_SHARE = 0.2         # ...is a table of contents or an index
 _FLAG_OR_PATH = re.compile(r"^\s*(?:[-\u2212\u2013+/\[]|\S*/\S*$)")
 _LIGATURES = re.compile("[\ufb00-\ufb06]")
+_CID = re.compile(r"\(cid:\d+\)")
 _BROKEN = re.compile(r"([A-Za-z]+)[-\u00ad]$")
 _WORD_START = re.compile(r"^([A-Za-z]+)")
 _HYPHENATED = re.compile(r"\b([A-Za-z]+)-([a-z]+)\b")
 
 # the rules below (cleaning, pairing, headings); part of the content rules in the manifest
-PARSER_VERSION = "pdf-2"
+PARSER_VERSION = "pdf-3"
 
 
 @dataclass(frozen=True)
@@ -147,14 +148,17 @@ def read_outline(reader) -> list[Bookmark]:
 
 
 def clean_text(text: str) -> str:
-    """Whitespace collapsed, ligatures expanded (NFKC), the Unicode minus sign made "-".
+    """Whitespace collapsed, ligatures expanded (NFKC), the Unicode minus sign made "-", and
+    pdfminer's "(cid:N)" for a glyph the font maps to no character (a bullet, mostly) dropped.
 
     Examples
     --------
     >>> clean_text("\ufb01le  \u2212v")
     'file -v'
+    >>> clean_text("(cid:136) The import command")
+    'The import command'
     """
-    text = _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    text = _CID.sub(" ", _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text))
     return " ".join(text.replace("\u2212", "-").split())
 
 
@@ -304,10 +308,12 @@ def _bottom(ln: Line) -> float:
 
 def drop_toc_pages(lines: Sequence[Line]) -> list[Line]:
     """Lines without the pages that are a table of contents or an index: pages with at least
-    ``_TOC_LINES`` lines ending in a dot leader (". . . . 12"), a fifth of their lines or more."""
+    ``_TOC_LINES`` lines ending in a dot leader (". . . . 12") that, with the lines holding only
+    a page number, make a fifth of their lines or more."""
     per_page: Counter = Counter(ln.page for ln in lines)
     leaders: Counter = Counter(ln.page for ln in lines if _DOT_LEADER.search(ln.text))
-    toc = {p for p, n in leaders.items() if n >= _TOC_LINES and n >= _TOC_SHARE * per_page[p]}
+    numbers: Counter = Counter(ln.page for ln in lines if _PAGE_NUMBER.match(ln.text))
+    toc = {p for p, n in leaders.items() if n >= _TOC_LINES and n + numbers[p] >= _TOC_SHARE * per_page[p]}
     return [ln for ln in lines if ln.page not in toc]
 
 
