@@ -11,9 +11,9 @@ on which page its text continues (``Section.pages``), so a chunk knows its first
 Cleaning, in this order: a definition term set beside its description (a narrow column of
 terms, "-a" beside "Each variable ...") is joined to the description's first line, so term
 and meaning stay in one block; ligatures are expanded (NFKC) and the Unicode minus becomes
-"-"; running headers and footers (a line at a page's top or bottom recurring at the same height
-on three or more pages, digits ignored), bare page numbers and table-of-contents or index pages
-(five or more dot-leader lines) are dropped; a word hyphenated at a line end is joined
+"-"; running headers and footers (a line at a page's top or bottom recurring at the same height,
+digits ignored, on three pages when it holds a number, else on a quarter of the pages), bare
+page numbers and table-of-contents or index pages (five or more dot-leader lines) are dropped; a word hyphenated at a line end is joined
 ("sig-" + "nal" -> "signal") unless the document writes the hyphenated form elsewhere and never
 the joined one ("non-" + "zero" stays "non-zero").
 
