@@ -10,10 +10,10 @@ gnuplot-doc: ``gnuplot.pdf``) and unpacked with ``dpkg-deb -x`` into ``bench/wor
 The questions (``bench/data/pdf_questions.jsonl``) were written from the PDFs with their
 answers located first: each gold names the document, the 1-based page and a short exact answer
 string taken from that page. A question is a hit at k when one of the first k evidences is from
-the gold document and its text contains the answer (both compared casefolded, without
-whitespace, soft hyphens and Unicode minus differences left in the answer only: the retrieved
-text must read as the page does). ``page@k`` only asks for an evidence of the gold document that
-starts on the gold page or the page before. Figures are given on the development and test
+the gold document and its text contains the answer, both compared casefolded (NFKC) and without
+whitespace or soft hyphens. A Unicode minus or a line-end hyphen left in the retrieved text is
+a miss: the retrieved text must read as the page does. ``page@k`` only asks for an evidence of
+the gold document that starts on the gold page or the page before, whatever its text. Figures are given on the development and test
 halves (:mod:`bench.splits`).
 
 Extraction figures, counted on the product's parse of each PDF (``vdgr_core.parsing``):
