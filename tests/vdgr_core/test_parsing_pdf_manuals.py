@@ -157,6 +157,8 @@ def test_without_bookmarks_option_flags_paths_and_terms_are_not_headings():
     line(30, "Print shell input lines as they are read; these flags are also set builtin flags.", before=5)
     line(30, "/dev/stdin", "B", before=10)
     line(45, "File descriptor 0 is duplicated when this path is named in a redirection.", before=5)
+    line(22, "history [n]", "B", before=10)
+    line(30, "With no options, display the command history list with line numbers.", before=5)
     line(30, "BASHOPTS", "B", before=10)
     line(45, "A colon-separated list of enabled shell options for the shopt builtin.", before=5)
     line(22, "Redirecting Input", "B", before=10)
@@ -171,7 +173,7 @@ def test_without_bookmarks_option_flags_paths_and_terms_are_not_headings():
     heads = [s.heading_path for s in doc.sections if s.heading_path]
     titles = {h[-1] for h in heads}
     assert {"OPTIONS", "Redirecting Input", "3.2 Pipelines", "INVOCATION"} <= titles
-    assert not titles & {"-v -x -D", "/dev/stdin", "BASHOPTS"}
+    assert not titles & {"-v -x -D", "/dev/stdin", "BASHOPTS", "history [n]"}
     text = _all_text(doc)
     assert "-v -x -D" in text and "BASHOPTS" in text                # kept as body text
 

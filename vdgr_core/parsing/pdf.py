@@ -61,7 +61,7 @@ _WORD_START = re.compile(r"^([A-Za-z]+)")
 _HYPHENATED = re.compile(r"\b([A-Za-z]+)-([a-z]+)\b")
 
 # the rules below (cleaning, pairing, headings); part of the content rules in the manifest
-PARSER_VERSION = "pdf-3"
+PARSER_VERSION = "pdf-4"
 
 
 @dataclass(frozen=True)
@@ -397,7 +397,9 @@ def font_headings(lines: Sequence[Line]) -> dict[int, tuple[int, int, str]]:
     body is not bold) is one only when it is also numbered ("2.1 Naming"), set out to the left
     of the body's margin, or set off by space: more space above it than below it and than
     between the lines of a paragraph, and the next line not indented further (that is a
-    definition term over its description, "BASHOPTS" above "A colon-separated list"). A line of option flags or a path is never a heading
+    definition term over its description, "BASHOPTS" above "A colon-separated list"), and it
+    holds no "[" (a command synopsis, "history [n]") and starts no further right than the body's
+    margin (a term in an indented list, "function"). A line of option flags or a path is never a heading
     ("-v -x -D", "/dev/stdin"). Consecutive heading lines of one style in one box are one
     heading. Larger fonts give higher levels (bold before regular at one size), at most six.
     """
@@ -421,7 +423,8 @@ def font_headings(lines: Sequence[Line]) -> dict[int, tuple[int, int, str]]:
             return False
         if ln.size >= max(body_size * _LARGER, body_size + _LARGER_PT):
             return True
-        return ln.bold and not body_bold and ln.size >= body_size and set_off(i)
+        return (ln.bold and not body_bold and ln.size >= body_size and "[" not in ln.text
+                and ln.x0 <= margin + _OUTDENT_PT and set_off(i))
 
     candidates = [i for i in range(len(lines)) if heading_style(i)]
     per_style = Counter((lines[i].size, lines[i].bold) for i in candidates)
