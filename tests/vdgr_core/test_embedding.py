@@ -101,7 +101,7 @@ def test_openai_embedder_wrong_dimension(openai_server):
 @pytest.mark.integration
 def test_minilm_real_model_semantics():
     emb = make_embedder(EmbeddingConfig(kind="minilm", precision="bf16"))
-    assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16:calls1" and emb.dim == 384
+    assert emb.model_id == "minilm:all-MiniLM-L6-v2:bf16:packed1" and emb.dim == 384
     q, near, far = emb.embed([
         "reset the router to factory settings",
         "restore factory defaults of the router",
@@ -116,7 +116,7 @@ def test_minilm_real_model_semantics():
 @pytest.mark.integration
 def test_minilm_fp32_and_dimension_check():
     fp32 = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
-    assert fp32.model_id.endswith(":fp32:calls1")
+    assert fp32.model_id.endswith(":fp32:packed1")
     assert _unit_rows(fp32.embed(["hello"]))
     with pytest.raises(ConfigError):
         make_embedder(EmbeddingConfig(kind="minilm", dim=128))
@@ -143,10 +143,42 @@ def test_minilm_vector_does_not_depend_on_its_batch(precision):
         torch.set_num_threads(threads)
 
 
+def test_minilm_packs_texts_end_to_end_into_calls_of_one_row_count():
+    from vdgr_core.embedding import PACK_TOKENS
+
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
+    assert emb.batching == "packed"
+    lengths = [3, 16, 17, 40, 256, 255, 9] * 30
+    packs = emb.packs(lengths)
+    assert sorted(i for idx in packs for i in idx) == list(range(len(lengths)))
+    assert all(sum(lengths[i] for i in idx) <= PACK_TOKENS["fp32"] for idx in packs)
+    # first fit by decreasing length: every call but the last is nearly full
+    assert len(packs) <= -(-sum(lengths) // PACK_TOKENS["fp32"]) + 1
+
+
+def test_a_packed_text_equals_its_own_forward_pass():
+    """Packing changes the calls, not the model: a text's packed vector matches the padded,
+    masked batch of the fixed-shape scheme to float32 rounding."""
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
+    texts = ["Hold WPS for 5 seconds, then press power.", "Battery", "a b c " * 60]
+    packed = emb.embed(texts)
+    emb.batching = "fixed"
+    np.testing.assert_allclose(emb.embed(texts), packed, atol=2e-6)
+
+
+def test_a_model_transformers_runs_keeps_fixed_shape_calls(tmp_path):
+    from vdgr_core.embedding import _call_scheme
+
+    (tmp_path / "config.json").write_text('{"model_type": "roberta"}')
+    assert _call_scheme(EmbeddingConfig(kind="minilm", model_path=str(tmp_path))) == "calls1"
+    assert _call_scheme(EmbeddingConfig(kind="minilm")) == "packed1"
+
+
 def test_minilm_calls_have_one_shape_per_padded_length():
     from vdgr_core.embedding import CALL_TOKENS, LENGTH_STEP
 
     emb = make_embedder(EmbeddingConfig(kind="minilm", precision="fp32"))
+    emb.batching = "fixed"
     lengths = [3, 16, 17, 40, 256, 255, 9] * 30
     calls = emb.calls(lengths)
     assert sorted(i for _, _, idx in calls for i in idx) == list(range(len(lengths)))
@@ -182,7 +214,7 @@ def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
         monkeypatch.setattr(cpu, "_cpuinfo", lambda flags=flags: ("test cpu", flags))
         resolved = resolve_precision(EmbeddingConfig())
         assert resolved.precision == expected
-        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:calls1"
+        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:packed1"
         # an explicit or recorded precision is never re-resolved on another host
         assert resolve_precision(EmbeddingConfig(precision="bf16")).precision == "bf16"
 
