@@ -126,7 +126,8 @@ def render(report: dict) -> str:
         f"{r['ratio_build_to_embed_alone']} |", "",
         *([f"Embeddings the build computed: {r['embeddings_computed']:,} (distinct texts: "
            f"{r['embed_distinct_texts']:,})."] if r.get("embeddings_computed") is not None else []),
-        *([f"Reproducible calls ({r.get('batching', 'fixed-shape')}) against free batches padded to their longest text, the same "
+        *([f"The embedder's reproducible calls{' (' + r['batching'] + ')' if r.get('batching') else ''} against free "
+           f"batches padded to their longest text, the same "
            f"distinct texts in one process: {r['embed_alone_s']} s vs {r['padded_embed_alone_s']} s "
            f"(ratio {r['grouped_to_padded']}); largest vector difference between the two "
            f"{r['padded_max_abs_diff']:.1e}."] if r.get("padded_embed_alone_s") else []), ""])
