@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from runners.auth_options import add_jwt_options, jwt_settings
 from schemas.errors import VdgrError
 
 
@@ -37,11 +38,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--rate-limit", default="120/minute", help="http: default per-key limit")
     p.add_argument("--auth-failures-per-minute", type=int, default=30,
                    help="http: failed authentications allowed per client address (0: no limit)")
-    p.add_argument("--jwt-algorithm", choices=("HS256", "RS256"), default=None,
-                   help="http: also accept JWT bearer tokens signed with this algorithm")
-    p.add_argument("--jwt-key-file", default=None, help="HS256 secret or RS256 PEM public key (file)")
-    p.add_argument("--jwt-audience", default=None)
-    p.add_argument("--jwt-issuer", default=None)
+    add_jwt_options(p, prefix="http: ")
     p.add_argument("--reload-interval", type=float, default=2.0,
                    help="seconds between checks for a new index build (0: never)")
     add_model_options(p)
@@ -60,17 +57,11 @@ def _holder(args):
 
 
 def _authenticator(args):
-    from runners.serve.auth import Authenticator, JWTSettings, load_keys
+    from runners.serve.auth import Authenticator, load_keys
 
     if not args.api_keys:
         raise VdgrError("--transport http needs --api-keys (the keys file of vdgr serve)")
-    jwt = None
-    if args.jwt_algorithm:
-        if not args.jwt_key_file:
-            raise VdgrError("--jwt-algorithm needs --jwt-key-file")
-        with open(args.jwt_key_file, encoding="utf-8") as f:
-            jwt = JWTSettings(algorithm=args.jwt_algorithm, key=f.read().strip(), audience=args.jwt_audience,
-                              issuer=args.jwt_issuer)
+    jwt = jwt_settings(args)
     return Authenticator(load_keys(args.api_keys), jwt)
 
 

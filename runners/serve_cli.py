@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from runners.auth_options import add_jwt_options, jwt_settings
 from schemas.errors import VdgrError
 
 
@@ -19,11 +20,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--api-keys", required=True, help="KEYS.yaml: keys: [{key, name, groups, rate_limit?}]")
     p.add_argument("--rate-limit", default="120/minute", help="default per-key limit (e.g. 120/minute)")
-    p.add_argument("--jwt-algorithm", choices=("HS256", "RS256"), default=None,
-                   help="also accept JWT bearer tokens signed with this algorithm")
-    p.add_argument("--jwt-key-file", default=None, help="HS256 secret or RS256 PEM public key (file)")
-    p.add_argument("--jwt-audience", default=None)
-    p.add_argument("--jwt-issuer", default=None)
+    add_jwt_options(p)
     p.add_argument("--max-body-bytes", type=int, default=1 << 20,
                    help="largest request body in bytes, declared or streamed (default 1048576); larger: 413")
     p.add_argument("--body-timeout", type=float, default=10.0,
@@ -47,7 +44,7 @@ def build_app(args):
     """The application ``args`` describe (also used by tests and the benchmark)."""
     from runners.query_cli import query_config
     from runners.serve.app import create_app
-    from runners.serve.auth import Authenticator, JWTSettings, RateLimiter, load_keys
+    from runners.serve.auth import Authenticator, RateLimiter, load_keys
     from runners.serve.guard import ServeLimits
     from runners.serve.snapshot import SnapshotHolder, open_snapshot
     from vdgr_core.store.manifest import read_manifest
@@ -55,13 +52,7 @@ def build_app(args):
     limits = ServeLimits(max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout,
                          auth_failures_per_minute=args.auth_failures_per_minute, openapi=args.openapi)
     keys = load_keys(args.api_keys)
-    jwt = None
-    if args.jwt_algorithm:
-        if not args.jwt_key_file:
-            raise VdgrError("--jwt-algorithm needs --jwt-key-file")
-        with open(args.jwt_key_file, encoding="utf-8") as f:
-            jwt = JWTSettings(algorithm=args.jwt_algorithm, key=f.read().strip(), audience=args.jwt_audience,
-                              issuer=args.jwt_issuer)
+    jwt = jwt_settings(args)
     config = query_config(args, read_manifest(args.index))
     holder = SnapshotHolder(args.index, lambda index, emb: open_snapshot(index, config, emb),
                             poll_s=args.reload_interval)

@@ -21,20 +21,12 @@ from runners.cli import main  # noqa: E402
 from schemas import tables as T  # noqa: E402
 from tests.support.cluster import (  # noqa: E402
     JobService, PoolFront, S3Endpoint, WorkerPool, external_flags, object_exists, unshare_works, upload_folder)
-from tests.support.corpus import write_corpus  # noqa: E402
+from tests.support.corpus import SMALL, write_corpus  # noqa: E402
 from vdgr_core.store.reader import IndexReader  # noqa: E402
 from vdgr_core.store.writer import table_digest  # noqa: E402
 
 BUCKET = "vdgr-cluster"
-FILES = {
-    "net/_meta.yaml": "description: Networking products\n",
-    "net/routers/v1/_meta.yaml": "version: '1.0'\n",
-    "net/routers/v1/orbit.md": ("# Orbit X2 Manual\n\n## Factory reset\n\nHold RESET for 10 seconds.\n\n"
-                                "## Scheduler\n\nThe DL_MIMO_Mode scheduler drives the SKU-90214-B radio.\n"),
-    "net/switches/nova.md": "# Nova Switch Guide\n\n## Ports\n\nThe Nova switch has a SKU-90214-B uplink.\n",
-    "hr/leave.md": "# Leave policy\n\n## Annual leave\n\nEmployees get 25 days of annual leave.\n",
-    "hr/blob.txt": b"\x00\x01\x02 binary",
-}
+FILES = SMALL
 HASHING = ["--embedding", "hashing", "-q"]
 
 

@@ -8,19 +8,11 @@ import pytest
 from runners.cli import main
 from runners.presets import PRESETS, apply_preset
 from schemas import tables as T
-from tests.support.corpus import write_corpus
+from tests.support.corpus import SMALL, write_corpus
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.writer import table_digest
 
-FILES = {
-    "net/_meta.yaml": "description: Networking products\n",
-    "net/routers/v1/_meta.yaml": "version: '1.0'\n",
-    "net/routers/v1/orbit.md": ("# Orbit X2 Manual\n\n## Factory reset\n\nHold RESET for 10 seconds.\n\n"
-                                "## Scheduler\n\nThe DL_MIMO_Mode scheduler drives the SKU-90214-B radio.\n"),
-    "net/switches/nova.md": "# Nova Switch Guide\n\n## Ports\n\nThe Nova switch has a SKU-90214-B uplink.\n",
-    "hr/leave.md": "# Leave policy\n\n## Annual leave\n\nEmployees get 25 days of annual leave.\n",
-    "hr/blob.txt": b"\x00\x01\x02 binary",
-}
+FILES = SMALL
 
 
 def _digests(index: str) -> dict[str, str]:

@@ -35,6 +35,17 @@ BASIC: dict[str, str | bytes] = {
     "net/routers/v1/photo.png": b"\x89PNG",
 }
 
+# two domains, one binary file: the command-line and cluster builds
+SMALL: dict[str, str | bytes] = {
+    "net/_meta.yaml": "description: Networking products\n",
+    "net/routers/v1/_meta.yaml": "version: '1.0'\n",
+    "net/routers/v1/orbit.md": ("# Orbit X2 Manual\n\n## Factory reset\n\nHold RESET for 10 seconds.\n\n"
+                                "## Scheduler\n\nThe DL_MIMO_Mode scheduler drives the SKU-90214-B radio.\n"),
+    "net/switches/nova.md": "# Nova Switch Guide\n\n## Ports\n\nThe Nova switch has a SKU-90214-B uplink.\n",
+    "hr/leave.md": "# Leave policy\n\n## Annual leave\n\nEmployees get 25 days of annual leave.\n",
+    "hr/blob.txt": b"\x00\x01\x02 binary",
+}
+
 
 def write_corpus(root: str, files: Mapping[str, str | bytes] = BASIC) -> str:
     for rel, content in files.items():
