@@ -160,10 +160,6 @@ def _row_dicts(contents: pa.Table) -> list[dict]:
     return rows
 
 
-def _empty(name: str, dim: int) -> pa.Table:
-    return T.schema_for(name, dim).empty_table()
-
-
 def _rows(name: str, rows: list[dict], dim: int) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=T.schema_for(name, dim))
 

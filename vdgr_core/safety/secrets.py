@@ -68,9 +68,8 @@ from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import (DENYLIST_REGEX, FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX,
-                                            FOLLOWED_BY_COLON_REGEX, FOLLOWED_BY_EQUAL_SIGNS_REGEX,
-                                            KeywordDetector)
+from detect_secrets.plugins.keyword import (FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX, FOLLOWED_BY_COLON_REGEX,
+                                            FOLLOWED_BY_EQUAL_SIGNS_REGEX, KeywordDetector)
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
