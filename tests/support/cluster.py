@@ -55,9 +55,16 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout_s: float
     raise TimeoutError(f"{what} did not listen on {port} within {timeout_s:.0f} s")
 
 
+def _under_tmp(path: str) -> bool:
+    real = os.path.realpath(path)
+    return real == "/tmp" or real.startswith("/tmp/")
+
+
 def unshare_works() -> bool:
-    """True when this kernel lets us make a user and mount namespace and mount a tmpfs on /tmp."""
-    if shutil.which("unshare") is None:
+    """True when a pool can get a private ``/tmp``: this kernel lets us make a user and mount
+    namespace and mount a tmpfs on /tmp, and neither the interpreter nor the project lives under
+    /tmp (a fresh clone there would vanish under the tmpfs: the pool's ``python`` not found)."""
+    if shutil.which("unshare") is None or _under_tmp(VENV_BIN) or _under_tmp(REPO):
         return False
     r = subprocess.run(["unshare", "-rm", "--propagation", "private", "sh", "-c", "mount -t tmpfs tmpfs /tmp"],
                        capture_output=True)
