@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-import time
 from contextlib import contextmanager
 
 import anyio
@@ -14,7 +12,6 @@ import pytest
 pytest.importorskip("mcp")
 
 import httpx2  # noqa: E402  (the HTTP client the SDK uses)
-import uvicorn  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -24,7 +21,7 @@ from runners.mcp.tools import NOT_FOUND, build_server  # noqa: E402
 from runners.serve.auth import AuthFailureLimiter, Authenticator, KeysFile, RateLimiter  # noqa: E402
 from runners.serve.snapshot import SnapshotHolder, open_snapshot  # noqa: E402
 from schemas.config import EmbeddingConfig, QueryConfig  # noqa: E402
-from tests.support.live_server import HR, KEYS, STAFF  # noqa: E402
+from tests.support.live_server import HR, KEYS, STAFF, uvicorn_in_thread  # noqa: E402
 from tests.support.tiny_index import DIM, SECRET_TITLE, SECRET_WORD, build_tiny_index  # noqa: E402
 from vdgr_core.query.knowledge_base import KnowledgeBase  # noqa: E402
 
@@ -95,20 +92,8 @@ def _served(index: str):
     holder = SnapshotHolder(index, lambda i, emb: open_snapshot(i, CONFIG, emb), poll_s=0.0)
     app = http_app(build_server(holder, caller_of_request), Authenticator(KeysFile.model_validate(KEYS)),
                    RateLimiter("1000/minute"), AuthFailureLimiter(1000))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, name="vdgr-test-mcp", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:            # wait for the socket (bounded)
-        assert thread.is_alive() and time.monotonic() < deadline, "the MCP test server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with uvicorn_in_thread(app, "vdgr-test-mcp") as port:
         yield f"http://127.0.0.1:{port}{PATH}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def _client(url: str, key: str) -> Client:

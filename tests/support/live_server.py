@@ -105,18 +105,25 @@ def serve_index(index: str, config, *, keys: dict = KEYS, jwt: Optional[JWTSetti
     holder = SnapshotHolder(index, lambda i, emb: open_snapshot(i, config, emb), poll_s=poll_s)
     app = create_app(holder, Authenticator(KeysFile.model_validate(keys), jwt), RateLimiter(rate_limit),
                      corpus=corpus)
+    with uvicorn_in_thread(app) as port:
+        yield LiveServer(f"http://127.0.0.1:{port}", "127.0.0.1", port, app, holder)
+
+
+@contextmanager
+def uvicorn_in_thread(app, name: str = "vdgr-test-server") -> Iterator[int]:
+    """Run ASGI ``app`` on a real uvicorn server on 127.0.0.1 in a thread; yields its port once
+    it listens (waits at most 60 s) and stops it when the block ends."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, name="vdgr-test-server", daemon=True)
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started:            # wait for the socket (bounded)
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
+            raise RuntimeError(f"{name}: the test server did not start")
         time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield LiveServer(f"http://127.0.0.1:{port}", "127.0.0.1", port, app, holder)
+        yield server.servers[0].sockets[0].getsockname()[1]
     finally:
         server.should_exit = True
         thread.join(timeout=30)
