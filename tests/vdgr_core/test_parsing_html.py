@@ -33,8 +33,8 @@ def test_title_sections_and_dropped_elements():
     for dropped in ("secret", "menu text", "color", "a comment", "Home"):
         assert dropped not in all_text
     assert doc.sections[0].text == "Welcome to the Orbit manual."
-    assert doc.sections[1].text == "Hold the reset button.\n\nUnplug\nWait 10 s"
-    assert doc.sections[3].text == "CPU ARM"
+    assert doc.sections[1].text == "Hold the reset button.\n\n- Unplug\n- Wait 10 s"
+    assert doc.sections[3].text == "CPU | ARM"
 
 
 def test_title_from_first_h1_without_title_tag():
@@ -79,3 +79,54 @@ def test_documentation_page_furniture_is_dropped():
     text = " ".join(s.text for s in doc.sections)
     assert "¶" not in text and "sidebar" not in text and "Navigation" not in text
     assert "json.dump(obj)" in text and "Serialize obj." in text
+
+
+def _text(html: str) -> str:
+    return "\n\n".join(s.text for s in parse_document(html, "html", "fb").sections)
+
+
+def test_ordered_list_items_are_numbered_lines():
+    text = _text("<h1>T</h1><p>Reset it:</p><ol><li>Hold WPS.</li><li><p>Press power.</p>"
+                 "<p>Wait for the light.</p></li></ol><p>Done.</p>")
+    assert text == "Reset it:\n\n1. Hold WPS.\n2. Press power.\n\n  Wait for the light.\n\nDone."
+
+
+def test_nested_lists_indent_and_ordered_numbering_follows_start_and_value():
+    text = _text("<h1>T</h1><ul>\n <li>Parent\n  <ul><li>Child <b>one</b></li><li>Child two\n"
+                 "<ol start='3'><li>deep</li><li value='7'>seven</li><li>eight</li></ol></li></ul></li>\n"
+                 " <li>Sibling</li></ul>")
+    assert text == ("- Parent\n  - Child one\n  - Child two\n    3. deep\n    7. seven\n    8. eight\n"
+                    "- Sibling")
+
+
+def test_table_rows_are_lines_with_cells_separated_like_markdown():
+    html = ("<h1>T</h1><table><caption>Ports</caption><thead><tr><th>Name</th><th>Value</th></tr></thead>"
+            "<tbody><tr><td><p>CPU</p></td><td>ARM<br>v8</td></tr>\n<tr><td>RAM</td><td>2 GB</td></tr>"
+            "</tbody></table>")
+    assert _text(html) == "Ports\nName | Value\nCPU | ARM v8\nRAM | 2 GB"
+    markdown = parse_document("# T\n\n| Name | Value |\n|---|---|\n| RAM | 2 GB |\n", "markdown", "fb")
+    html_rows = _text("<h1>T</h1><table><tr><th>Name</th><th>Value</th></tr><tr><td>RAM</td><td>2 GB</td></tr>"
+                      "</table>")
+    assert html_rows == markdown.sections[0].text == "Name | Value\nRAM | 2 GB"
+
+
+def test_a_list_inside_a_table_cell_stays_in_its_row():
+    assert _text("<h1>T</h1><table><tr><td><ul><li>a</li><li>b</li></ul></td><td>c</td></tr></table>") \
+        == "a b | c"
+
+
+def test_list_items_and_rows_are_answer_units():
+    from vdgr_core.query.answer_units import answer_units
+
+    text = _text("<h1>T</h1><p>Reset the router:</p><ol><li>Hold WPS.</li><li>Press power.</li></ol>")
+    steps = [u for u in answer_units(text) if u.kind == "steps"]
+    assert [u.text for u in steps] == ["1. Hold WPS.\n2. Press power."]
+    rows = _text("<h1>T</h1><table><tr><th>Port</th><th>Use</th></tr><tr><td>22</td><td>ssh</td></tr></table>")
+    assert [(u.kind, u.text) for u in answer_units(rows)] == [("row", "22 | ssh")]
+
+
+def test_the_html_rules_are_part_of_the_content_rules():
+    from vdgr_core.parsing.html import PARSER_VERSION
+    from vdgr_core.safety import content_rules
+
+    assert PARSER_VERSION in content_rules().split("/")
