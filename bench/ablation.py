@@ -1,7 +1,7 @@
 """Ablation of the query method on every benchmark set, development and test halves apart.
 
 ``python -m bench.ablation [--sets s10,s10_long,musique,dcd,dcd_natural,emanual_named]
-[--configs bm25,full,...] [--half dev|test|all] [--check] [--write]``
+[--configs bm25,full,...] [--embedding-precision fp32|bf16] [--check] [--write]``
 
 For each set: convert the shared data (:mod:`bench.datasets`), build the index with the real
 ``vdgr index`` when its corpus or arguments changed (:func:`bench.vdgr_cli.ensure_index`),
@@ -30,7 +30,7 @@ import datetime
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.common import REPO, read_jsonl
@@ -73,6 +73,25 @@ SETS: dict[str, EvalSet] = {s.name: s for s in (
 )}
 
 
+def with_precision(es: EvalSet, precision: str) -> EvalSet:
+    """``es`` with its index built at ``precision`` (``fp32`` or ``bf16``) in its own work folder.
+
+    Parameters
+    ----------
+    es : EvalSet
+        The set.
+    precision : str
+        The ``vdgr index --embedding-precision`` value.
+
+    Returns
+    -------
+    EvalSet
+        A copy whose ``index_args`` add the precision and whose ``work`` is ``<work>_<precision>``.
+    """
+    return replace(es, work=f"{es.work}_{precision}",
+                   index_args=(*es.index_args, "--embedding-precision", precision))
+
+
 def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     """(name, QueryConfig overrides): single routes, the default, and leave-one-out rows."""
     off = {"backtrack": False, "reflection": False}
@@ -111,7 +130,21 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
 BUILD_VARIANTS = (("index without title entities", ("--no-title-entities",), ("graph", "full")),)
 
 
-def _open(index: Path):
+def open_set_index(index: Path) -> tuple:
+    """Open a built index for querying in this process.
+
+    Parameters
+    ----------
+    index : Path
+        The index folder (its ``manifest.json`` names the embedding model and dimension).
+
+    Returns
+    -------
+    tuple
+        ``(reader, view, embedder, config)``: an :class:`IndexReader`, an :class:`IndexView`
+        over it, the embedder the index was built with (same model, precision and call scheme)
+        and the default :class:`QueryConfig` for that embedder.
+    """
     from schemas.config import EmbeddingConfig, QueryConfig
     from vdgr_core.embedding import make_embedder
     from vdgr_core.query.view import IndexView
@@ -122,6 +155,9 @@ def _open(index: Path):
     emb = EmbeddingConfig.for_index(m.embedding_model, m.dim)
     reader = IndexReader(str(index))
     return reader, IndexView(reader), make_embedder(emb), QueryConfig(embedding=emb)
+
+
+_open = open_set_index    # bench/bench_pdf.py imports the old private name; remove when it moves
 
 
 @dataclass(frozen=True)
@@ -147,7 +183,7 @@ def open_set(es: EvalSet, work: Path) -> OpenedSet:
     ds.convert(base)
     index = ensure_index(base / "corpus", base / "index", list(es.index_args), base / "logs" / "index.log")
     questions = read_jsonl(base / f"questions_{es.setting}.jsonl")
-    reader, data, embedder, default = _open(base / "index")
+    reader, data, embedder, default = open_set_index(base / "index")
     embedder.embed(["warm up"])
     return OpenedSet(ds, questions, reader, data, embedder, default, index, base)
 
@@ -160,7 +196,7 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
     ds, questions, base = opened.ds, opened.questions, opened.base
     reader, data, embedder, default = opened.reader, opened.data, opened.embedder, opened.default
     out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args),
-           "index_reused": opened.index["reused"],
+           "index_reused": opened.index["reused"], "embedding_model": _model_id(base / "index"),
            "questions": {h: sum(half_of(q["id"]) == h for q in questions) for h in HALVES}, "configs": {}}
     vectors = None        # one VectorSearch for every configuration (a small index's vectors load once)
     for name, over in configs(default.routes):
@@ -170,8 +206,8 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
         kb = KnowledgeBase(reader, data, cfg, embedder, vectors=vectors)
         vectors = kb.vectors
         t0 = time.perf_counter()
-        scores = _answer(kb, questions, ds)
-        out["configs"][name] = _aggregate(scores)
+        scores = answer_questions(kb, questions, ds)
+        out["configs"][name] = aggregate_halves(scores)
         _log_row(log, es, name, out["configs"][name], t0)
     for label, args, names_here in BUILD_VARIANTS:
         wanted = [c for c in names_here if not names or f"{c}, {label}" in names]
@@ -179,19 +215,42 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
             continue
         folder = "index_" + "_".join(a.strip("-").replace("-", "_") for a in args)
         ensure_index(base / "corpus", base / folder, [*es.index_args, *args], base / "logs" / f"{folder}.log")
-        v_reader, v_data, v_embedder, _ = _open(base / folder)
+        v_reader, v_data, v_embedder, _ = open_set_index(base / folder)
         for c in wanted:
             cfg = default.model_copy(update=dict(configs(default.routes))[c])
             kb = KnowledgeBase(v_reader, v_data, cfg, v_embedder)
             t0 = time.perf_counter()
-            scores = _answer(kb, questions, ds)
-            out["configs"][f"{c}, {label}"] = _aggregate(scores)
+            scores = answer_questions(kb, questions, ds)
+            out["configs"][f"{c}, {label}"] = aggregate_halves(scores)
             _log_row(log, es, f"{c}, {label}", out["configs"][f"{c}, {label}"], t0)
     return out
 
 
-def _answer(kb, questions: list[dict], ds) -> dict[str, list]:
-    """Every question answered by ``kb``: per-question scores by half."""
+def _model_id(index: Path) -> str:
+    """The embedding model id the index's manifest records (it names the vectors' precision)."""
+    from vdgr_core.store.manifest import read_manifest
+
+    return read_manifest(str(index)).embedding_model
+
+
+def answer_questions(kb, questions: list[dict], ds) -> dict[str, list]:
+    """Answer every question with ``kb`` and score it against its gold.
+
+    Parameters
+    ----------
+    kb : KnowledgeBase
+        The query front end, configured for one ablation row.
+    questions : list of dict
+        The set's questions (``id``, ``question``, ``gold`` and optionally ``domain``,
+        ``version``, ``groups``).
+    ds : object
+        The set's converter from :data:`bench.datasets.DATASETS` (its ``ks`` are the cut-offs).
+
+    Returns
+    -------
+    dict
+        ``{half: [per-question score dict, ...]}`` for each half in :data:`bench.splits.HALVES`.
+    """
     from vdgr_core.eval import score_result
 
     scores = {h: [] for h in HALVES}
@@ -202,7 +261,20 @@ def _answer(kb, questions: list[dict], ds) -> dict[str, list]:
     return scores
 
 
-def _aggregate(scores: dict[str, list]) -> dict:
+def aggregate_halves(scores: dict[str, list]) -> dict:
+    """Aggregate per-question scores for each half and for all questions.
+
+    Parameters
+    ----------
+    scores : dict
+        :func:`answer_questions`'s output.
+
+    Returns
+    -------
+    dict
+        ``{"dev": agg, "test": agg, "all": agg}`` with :func:`vdgr_core.eval.aggregate`'s
+        metrics (and latency) in each.
+    """
     from vdgr_core.eval import aggregate
 
     agg = {h: aggregate(scores[h]) for h in HALVES}
@@ -233,14 +305,29 @@ def check(report: dict) -> list[str]:
     return bad
 
 
-_COLS = {"hit": [("hit@1", "R@1"), ("hit@5", "R@5"), ("hit@10", "R@10"), ("mrr", "MRR")],
+#: metric key -> column heading, by a set's primary metric
+COLS = {"hit": [("hit@1", "R@1"), ("hit@5", "R@5"), ("hit@10", "R@10"), ("mrr", "MRR")],
          "src_recall": [("src_recall@1", "R@1"), ("src_recall@5", "R@5"), ("src_recall@10", "R@10"),
                         ("src_mrr", "MRR")],
          "value_hit": [("value_hit@1", "value@1"), ("value_hit@5", "value@5"), ("value_hit@10", "value@10"),
                        ("src_mrr", "doc MRR"), ("d_match", "D-match"), ("c_match", "C-match")]}
 
 
-def _f(key: str, v) -> str:
+def fmt_metric(key: str, v) -> str:
+    """One table cell: ``-`` for a missing value, MRR-like keys as 0.xxx, rates in percent.
+
+    Parameters
+    ----------
+    key : str
+        The metric key (``hit@5``, ``src_mrr``...): keys holding ``mrr`` stay fractions.
+    v : float or None
+        The value.
+
+    Returns
+    -------
+    str
+        The formatted cell.
+    """
     if v is None:
         return "-"
     return f"{v:.3f}" if "mrr" in key else f"{100 * v:.1f}"
@@ -263,7 +350,7 @@ def goals_table(report: dict) -> list[str]:
         if full is None:
             continue
         t, d = full["test"].get(key), full["dev"].get(key)
-        rows.append(f"| {label} | {_f(key, t)} | {_f(key, d)} | {'yes' if t is not None and t >= least else 'no'} |")
+        rows.append(f"| {label} | {fmt_metric(key, t)} | {fmt_metric(key, d)} | {'yes' if t is not None and t >= least else 'no'} |")
     for name, res in sets.items():
         cfgs = res["configs"]
         if "full" not in cfgs:
@@ -273,8 +360,8 @@ def goals_table(report: dict) -> list[str]:
         if singles:
             best = max(singles, key=singles.get)
             f = cfgs["full"]["test"].get(key) or 0.0
-            rows.append(f"| {name}: full >= best single route ({best}) at 5, 1 point slack | {_f(key, f)} vs "
-                        f"{_f(key, singles[best])} | - | {'yes' if f >= singles[best] - SLACK - 1e-9 else 'no'} |")
+            rows.append(f"| {name}: full >= best single route ({best}) at 5, 1 point slack | {fmt_metric(key, f)} vs "
+                        f"{fmt_metric(key, singles[best])} | - | {'yes' if f >= singles[best] - SLACK - 1e-9 else 'no'} |")
         p95 = (cfgs["full"]["all"].get("latency") or {}).get("p95_ms")
         if p95 is not None:
             rows.append(f"| {name}: full p95 <= {P95_GOAL_MS:.0f} ms (all questions) | {p95} | - | "
@@ -296,7 +383,7 @@ def config_rows(configs: dict, cols) -> list[str]:
     head = ["configuration", *[f"{h} dev / test / all" for _, h in cols], "p50 / p95 ms (all)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cfg, agg in configs.items():
-        cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
+        cells = [" / ".join(fmt_metric(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
         lat = agg["all"].get("latency") or {}
         lines.append("| " + " | ".join([cfg, *cells, f"{lat.get('p50_ms')} / {lat.get('p95_ms')}"]) + " |")
     return lines + [""]
@@ -311,15 +398,28 @@ def write_report(name: str, report: dict, text: str) -> None:
     write_block(name, text)
 
 
+def embedding_lines(report: dict) -> list[str]:
+    """The header line naming the embedding model id (model, precision, call scheme) each
+    set's index was built with, as its manifest records it: one line when all sets agree."""
+    models = {n: r.get("embedding_model") for n, r in report["sets"].items()}
+    if not any(models.values()):
+        return []
+    lead = "- embedding model id of the indexes (manifest; `minilm:<model>:<precision>:<call scheme>`): "
+    if len(set(models.values())) == 1:
+        return [lead + f"`{next(iter(models.values()))}` (all sets)"]
+    return [lead + "; ".join(f"{n} `{m}`" for n, m in models.items())]
+
+
 def render(report: dict) -> str:
     """Markdown: one table per set, rows = configurations, dev | test | all per metric."""
     lines = [*block_header("ablation", report),
              "- halves: development / test by sha256(question id) (bench/splits.py); methods and "
              "constants were chosen on the development halves",
              "- latency: `trace.timings_ms.total` of `KnowledgeBase.query`, one question at a time, "
-             "embedding the question included", ""]
+             "embedding the question included",
+             *embedding_lines(report), ""]
     for name, res in report["sets"].items():
-        cols = _COLS[res["primary"]]
+        cols = COLS[res["primary"]]
         q = res["questions"]
         lines += [f"#### {name}: {res['note']} (dev {q['dev']}, test {q['test']} questions)", ""]
         lines += config_rows(res["configs"], cols)
@@ -338,14 +438,20 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--check", action="store_true", help="exit 1 when full trails the best single route")
     ap.add_argument("--write", action="store_true", help="write bench/out/ablation.json and BENCHMARKS.md")
+    ap.add_argument("--embedding-precision", choices=["fp32", "bf16"],
+                    help="build every set's index at this precision, in work folders <work>_<precision> "
+                         "(default: the host's `auto` precision, in the usual folders)")
     a = ap.parse_args(argv)
+    sets = {s.strip(): SETS[s.strip()] for s in a.sets.split(",")}
+    if a.embedding_precision:
+        sets = {n: with_precision(es, a.embedding_precision) for n, es in sets.items()}
     names = {c.strip() for c in a.configs.split(",")} if a.configs else None
     report = {"kind": "ablation",
               "command": "python -m bench.ablation " + " ".join(argv if argv is not None else sys.argv[1:]),
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "machine": machine(), "commit": commit(), "sets": {}}
-    for s in a.sets.split(","):
-        report["sets"][s] = run_set(SETS[s.strip()], a.work.resolve(), names)
+    for s, es in sets.items():
+        report["sets"][s] = run_set(es, a.work.resolve(), names)
     bad = check(report)
     report["check"] = bad
     text = render(report)

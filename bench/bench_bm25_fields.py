@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from bench.ablation import _COLS, SETS, _aggregate, _answer, _f, block_header, open_set, write_report
+from bench.ablation import (COLS, SETS, aggregate_halves, answer_questions, block_header, fmt_metric, open_set,
+                            write_report)
 from bench.common import REPO
 from bench.run_eval import commit, machine
 
@@ -143,7 +144,7 @@ def run_set(es, work: Path, tmp: Path, variants=None, log=print) -> dict:
             kb = KnowledgeBase(swapped, data, default.model_copy(update=over), embedder, vectors=vectors)
             vectors = kb.vectors
             t0 = time.perf_counter()
-            got[name] = _aggregate(_answer(kb, questions, ds))
+            got[name] = aggregate_halves(answer_questions(kb, questions, ds))
             key = es.primary + "@5"
             log(f"[bm25_fields] {es.name} / {vname} / {name}: {key} dev {got[name]['dev'].get(key)} "
                 f"test {got[name]['test'].get(key)} ({time.perf_counter() - t0:.0f}s)")
@@ -158,13 +159,13 @@ def render(report: dict) -> str:
              "and the default configuration (`full`) answered with it; development / test halves "
              "by sha256(question id)", ""]
     for name, res in report["sets"].items():
-        cols = _COLS[res["primary"]][:4]
+        cols = COLS[res["primary"]][:4]
         lines += [f"#### {name}: {res['note']}", ""]
         head = ["BM25 fields", "configuration", *[f"{h} dev / test / all" for _, h in cols]]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for vname, got in res["variants"].items():
             for cfg, agg in got.items():
-                cells = [" / ".join(_f(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
+                cells = [" / ".join(fmt_metric(k, agg[h].get(k)) for h in ("dev", "test", "all")) for k, _ in cols]
                 lines.append("| " + " | ".join([vname, cfg, *cells]) + " |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Callable, Mapping
 
-from bench.ablation import SETS, _f, block_header, open_set, write_report
+from bench.ablation import SETS, block_header, fmt_metric, open_set, write_report
 from bench.common import REPO
 from bench.datasets import DATASETS
 from bench.run_eval import commit, machine
@@ -185,7 +185,7 @@ def render(report: dict) -> str:
         lines += [f"#### {name} (dev {q['dev']}, test {q['test']})", "",
                   "| method | @1 dev / test | @5 dev / test / all | @10 dev / test |", "|---|---|---|---|"]
         for mname, agg in res["methods"].items():
-            c = [" / ".join(_f(key, agg[h].get(f"{key}@{n}")) for h in hs)
+            c = [" / ".join(fmt_metric(key, agg[h].get(f"{key}@{n}")) for h in hs)
                  for n, hs in ((1, ("dev", "test")), (5, ("dev", "test", "all")), (10, ("dev", "test")))]
             lines.append(f"| {mname} | " + " | ".join(c) + " |")
         lines.append("")

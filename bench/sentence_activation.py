@@ -35,8 +35,8 @@ from typing import Sequence
 
 import numpy as np
 
-from bench.ablation import (_COLS, SETS, _aggregate, _answer, block_header, config_rows, open_set,
-                            write_report)
+from bench.ablation import (COLS, SETS, aggregate_halves, answer_questions, block_header, config_rows,
+                            open_set, write_report)
 from bench.common import REPO
 from bench.run_eval import commit, machine
 
@@ -152,7 +152,7 @@ def run_set(es, work: Path, betas: Sequence[float], log=print) -> dict:
         graph = activated_graph_route(data, vectors, cfg, sentences) if activated else None
         kb = KnowledgeBase(reader, data, cfg, embedder, vectors=vectors, graph=graph)
         t0 = time.perf_counter()
-        out["configs"][name] = _aggregate(_answer(kb, questions, ds))
+        out["configs"][name] = aggregate_halves(answer_questions(kb, questions, ds))
         key = es.primary + "@5"
         log(f"[sentence_activation] {es.name} / {name}: {key} dev {out['configs'][name]['dev'].get(key)} "
             f"test {out['configs'][name]['test'].get(key)} ({time.perf_counter() - t0:.0f}s)")
@@ -165,7 +165,7 @@ def render(report: dict) -> str:
              f"tau {TAU}, {ITERATIONS} rounds, {TOP_SENTENCES} sentences per entity and round; "
              "development / test halves by sha256(question id)", ""]
     for name, res in report["sets"].items():
-        cols = _COLS[res["primary"]][:4]
+        cols = COLS[res["primary"]][:4]
         lines += [f"#### {name}: {res['note']}", "",
                   f"{res['sentences']} sentences in {res['chunks']} chunks; embedding every sentence took "
                   f"{res['sentence_embed_s']} s, every chunk {res['chunk_embed_s']} s (the same embedder)", ""]
