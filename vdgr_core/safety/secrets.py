@@ -24,9 +24,12 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   ``sk-`` / ``rk-`` API keys (OpenAI project keys and the like), ``Bearer`` tokens, ``AWS_SECRET_ACCESS_KEY=...``
   without quotes, and prose: "the password is X", "token: X".
 * A value named by a keyword (``password=``, "password is") is one token (cut at whitespace,
-  ``;``, ``&`` or ``,``; quotes and trailing ``.)]`` removed). Placeholders stay: ``<...>``,
-  ``{...}``, ``${...}``, ``$VAR``, runs of one character (``****``), values shorter than four
-  characters, and already masked values. In prose ("password is X", ``password: X``) an unquoted
+  ``;``, ``&`` or ``,``; quotes and trailing ``.,;:`` removed, and a trailing ``)``, ``]`` or
+  ``}`` only when the value has no opening bracket to match it (``secrets-3``: "(password:
+  abc123)" gives ``abc123``, the secret ``p4ss(w0rd)`` is masked whole). Placeholders stay:
+  ``<...>``, ``{...}``, ``${...}``, ``$VAR``, a word in brackets (``[password]``,
+  ``(optional)``; ``(x9y8z7)`` is a secret), runs of one character (``****``), values shorter
+  than four characters, and already masked values. In prose ("password is X", ``password: X``) an unquoted
   value must also look like a secret (at least six characters with a digit or a symbol), so "the
   password is stored in the vault" stays; with ``=`` any value counts.
 * A keyword-named value that names no credential stays (``secrets-2``; counted on the
@@ -86,7 +89,7 @@ from vdgr_core.safety.casefold import fold_lower
 
 # Part of the build settings recorded in the manifest: a change of these rules (or of the
 # detect-secrets release) makes the next update rebuild every domain.
-RULES_VERSION = f"secrets-2/detect-secrets-{_DETECT_SECRETS_VERSION}"
+RULES_VERSION = f"secrets-3/detect-secrets-{_DETECT_SECRETS_VERSION}"
 
 PRIVATE_KEY = "private_key"
 _MASK = "[REDACTED:{kind}]"
@@ -144,6 +147,9 @@ _NAMED_VALUE = re.compile(r"[A-Za-z]+=")        # used with match(): anchored at
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
 _QUOTES = "\"'`"
+_TRAILING = ".,;:"                                  # prose punctuation after a value
+_CLOSERS = {")": "(", "]": "[", "}": "{"}          # stripped when unmatched in the value
+_BRACKETED_WORD = re.compile(r"[A-Za-z_.\- ]*")     # "(optional)", "[your-password]": no secret
 _SYMBOLS = frozenset("!@#$%^&*+=?~/\\|")
 _REPEAT_MIN = 8          # other occurrences of a found value this long are masked too
 
@@ -189,13 +195,33 @@ def fingerprint(secret: str) -> str:
     return hashlib.sha256(b"vdgr-secret\x00" + secret.encode("utf-8")).hexdigest()[:16]
 
 
-def _clean_value(raw: str, cut: re.Pattern = _VALUE_CUT) -> tuple[str, bool]:
-    """The secret token of a keyword-named value and whether it was quoted."""
+def _strip_trailing(value: str) -> str:
+    """``value`` without the punctuation prose puts after it: trailing ``.,;:``, and a closing
+    bracket only when the value has no opening one left to match it ("(password: abc123)" ->
+    ``abc123``; the secret ``p4ss(w0rd)`` keeps its bracket)."""
+    while value:
+        last = value[-1]
+        if last in _TRAILING:
+            value = value[:-1]
+        elif last in _CLOSERS and value.count(last) > value.count(_CLOSERS[last]):
+            value = value[:-1]
+        else:
+            break
+    return value
+
+
+def _clean_value(raw: str, cut: re.Pattern = _VALUE_CUT, line: str = "") -> tuple[str, bool]:
+    """The secret token of a keyword-named value and whether it was quoted.
+
+    A token written between quotes on ``line`` (the keyword detector hands it over without
+    them) is whole: nothing at its end is prose punctuation.
+    """
     value = raw.strip()
     quoted = bool(value) and value[0] in _QUOTES
-    value = value.strip(_QUOTES)
-    value = cut.split(value, 1)[0].strip(_QUOTES)
-    value = value.rstrip(".,;:)]}")
+    token = cut.split(value.strip(_QUOTES), 1)[0].strip(_QUOTES)
+    value = _strip_trailing(token)
+    if value != token and any(f"{q}{token}{q}" in line for q in _QUOTES):
+        return token, True
     return value, quoted
 
 
@@ -209,8 +235,11 @@ def _is_placeholder(value: str) -> bool:
         return True
     if value[0] == "$" or value.startswith("%("):
         return True
-    pairs = (("<", ">"), ("{", "}"), ("[", "]"), ("(", ")"))
-    return any(value.startswith(a) and value.endswith(b) for a, b in pairs) or value.startswith("${")
+    if any(value.startswith(a) and value.endswith(b) for a, b in (("<", ">"), ("{", "}"))):
+        return True                                  # a template, as detect-secrets reads it
+    if any(value.startswith(a) and value.endswith(b) for a, b in (("[", "]"), ("(", ")"))):
+        return bool(_BRACKETED_WORD.fullmatch(value[1:-1]))   # "[password]", not "(x9y8z7)"
+    return value.startswith("${")
 
 
 #: what a keyword can name that is not a credential (a value named by ``password=``, "token:")
@@ -254,7 +283,7 @@ def _keyword_values(line: str) -> Iterator[tuple[str, bool]]:
     """(value, prose) pairs the keyword detector finds on ``line``."""
     for groups, prose in ((_ASSIGNMENT_GROUPS, False), (_COLON_GROUPS, True)):
         for raw in _KEYWORD.analyze_string(line, denylist_regex_to_group=groups):
-            value, quoted = _clean_value(raw)
+            value, quoted = _clean_value(raw, line=line)
             if (_is_placeholder(value) or _names_no_secret(value, line)
                     or (prose and not quoted and not _looks_secret(value))):
                 continue
@@ -327,7 +356,8 @@ def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[
         for m in pattern.finditer(line):
             if prose:
                 # "password=X;..." ends like an assignment, "the password is X" at whitespace
-                value, quoted = _clean_value(m.group("value"), _VALUE_CUT if m.group("sep") else _WORD_CUT)
+                value, quoted = _clean_value(m.group("value"), _VALUE_CUT if m.group("sep") else _WORD_CUT,
+                                             line)
                 if (_is_placeholder(value) or _names_no_secret(value, line)
                         or (not quoted and not _looks_secret(value))):
                     continue

@@ -216,3 +216,36 @@ def test_text_without_triggers_is_cleared():
 
     assert not may_hold_secrets("Press the Power button.\nThe LED blinks amber for 10 s.")
     assert not may_hold_secrets("")
+
+
+# (line, what the masked line must read): a closing bracket is the secret's own when the value
+# opens it or quotes hold it, and prose punctuation when it closes a bracket the value never opened
+BRACKETED = [
+    ('password = "p4ss(w0rd)"', 'password = "[REDACTED:password]"'),
+    ("password = 'x9y8z7)'", "password = '[REDACTED:password]'"),
+    ('password: "Xk9!)"', 'password: "[REDACTED:password]"'),
+    ("password = ((x9y8z7))", "password = [REDACTED:password]"),
+    ('passphrase: "[]{}()!9"', 'passphrase: "[REDACTED:password]"'),
+    ('password = "(x9y8z7)"', 'password = "[REDACTED:password]"'),
+    ("The admin password was set to 'Xy!9)'.", "The admin password was set to '[REDACTED:password]'."),
+    ("Log in (password: abc123!x) first.", "Log in (password: [REDACTED:password]) first."),
+    ("Use [password: Tr0ub4dor!3] here.", "Use [password: [REDACTED:password]] here."),
+    ("Set it (the password is Tr0ub4dor&3).", "Set it (the password is [REDACTED:password])."),
+    ("(token = ab12cd34}).", "(token = [REDACTED:token]})."),
+]
+
+
+@pytest.mark.parametrize("line,masked", BRACKETED)
+def test_a_closing_bracket_is_stripped_only_when_the_value_never_opened_it(line, masked):
+    assert mask_secrets(line).text == masked
+
+
+def test_a_word_in_brackets_is_a_placeholder():
+    for line in ("password: [optional]", 'password = "[your-password]"', "secret = (see_vault)"):
+        assert find_secrets(line) == [], line
+
+
+def test_the_bracket_rule_is_a_new_rules_version():
+    from vdgr_core.safety.secrets import RULES_VERSION
+
+    assert RULES_VERSION.startswith("secrets-3/")
