@@ -3,9 +3,11 @@
 The last user message is the question. The reply's text is the answer with ``[n]`` citations;
 the evidence (the DESIGN.md evidence objects), the routing, the trace and the answer's
 citations travel in extra top-level fields (``evidence``, ``routing``, ``trace``,
-``citations``) of the completion, or of the last chunk of a stream. Clients that know nothing
-of them (the ``openai`` SDK, chat front-ends) ignore them; the SDK exposes them through
-``model_extra``.
+``citations``) of the completion, or of the last chunk of a stream. A stream also sends the
+evidence and the routing in its first chunk (the ``role`` delta), before any answer text and
+before the LLM is asked, so a client can show the passages while the answer is written.
+Clients that know nothing of them (the ``openai`` SDK, chat front-ends) ignore them; the SDK
+exposes them through ``model_extra``.
 
 A streamed answer comes from the same answer stage as every other answer
 (:class:`vdgr_core.query.answer_stage.AnswerStage`): the retrieval confidence decides between a
@@ -117,9 +119,17 @@ def completion_body(result: QueryResult, created: int) -> dict:
 
 
 def extras(result: QueryResult) -> dict:
+    """The extra top-level fields of a completion: evidence, routing, trace, citations."""
     d = result.model_dump(mode="json")
     return {"evidence": d["evidence"], "routing": d["routing"], "trace": d["trace"],
             "citations": d["citations"]}
+
+
+def retrieved_extras(result: QueryResult) -> dict:
+    """What is known of ``result`` before its answer: the evidence and the routing (a stream's
+    first chunk)."""
+    d = result.model_dump(mode="json", include={"evidence", "routing"})
+    return {"evidence": d["evidence"], "routing": d["routing"]}
 
 
 def _chunk(result_id: str, created: int, delta: dict, finish: Optional[str] = None, **extra) -> str:
@@ -132,10 +142,13 @@ def sse_events(result: QueryResult, pieces: Iterator[str], created: int,
                on_done=None) -> Iterator[str]:
     """The SSE events of a streamed completion: role, content pieces, the final chunk, [DONE].
 
-    The final chunk is built after ``pieces`` is exhausted, so it carries the finished answer's
-    trace (stream check, LLM usage).
+    The first chunk (the ``role`` delta) carries the evidence and the routing: it is sent
+    before ``pieces`` is first drawn, so before the LLM is asked, whether an LLM or the
+    extractive answer writes the text. The final chunk is built after ``pieces`` is exhausted,
+    so it carries the finished answer's trace (stream check, LLM usage) and citations, with the
+    evidence and the routing again (one chunk holds all a client that reads only the last needs).
     """
-    yield _chunk(result.id, created, {"role": "assistant", "content": ""})
+    yield _chunk(result.id, created, {"role": "assistant", "content": ""}, **retrieved_extras(result))
     for piece in pieces:
         if piece:
             yield _chunk(result.id, created, {"content": piece})

@@ -123,6 +123,46 @@ def test_streamed_llm_answer_is_checked_before_it_leaves(llm_live, openai_server
     assert 'vdgr_llm_calls_total{stage="answer_stream"} 1.0' in metrics
 
 
+def _first_content_at(events: list[dict]) -> int:
+    return next(i for i, ev in enumerate(events) if ev["choices"] and ev["choices"][0]["delta"].get("content"))
+
+
+def test_streamed_llm_answer_sends_the_evidence_before_the_llm_writes(llm_live, openai_server):
+    """The first chunk carries the evidence and the routing while the LLM has not sent a token."""
+    gate, holding = threading.Event(), threading.Event()
+    openai_server.responder = lambda r: (
+        [lambda: (holding.set(), gate.wait(60)), "Employees get 25 days of annual leave [1]."]
+        if _is_answer(r) else json.dumps({"domain": "HR_Policies", "reason": ""}))
+    try:
+        events = llm_live.sse("/v1/chat/completions", {"model": "vdgr", "stream": True,
+                                                       "messages": [{"role": "user", "content": LEAVE_Q}]}, STAFF)
+        first = next(events)
+        # the answer request is held before its first token: the evidence came without it
+        assert holding.wait(30) and not gate.is_set()
+        assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+        assert first["evidence"][0]["path"][-1] == "Annual leave"
+        assert first["routing"][0]["domain"] == "HR_Policies"
+        assert "citations" not in first and "trace" not in first
+    finally:
+        gate.set()
+    rest = [first] + list(events)
+    assert _first_content_at(rest) > 0
+    assert "25 days" in "".join(ev["choices"][0]["delta"].get("content") or "" for ev in rest if ev["choices"])
+    final = rest[-1]
+    assert final["choices"][0]["finish_reason"] == "stop"
+    assert final["evidence"] == first["evidence"] and final["routing"] == first["routing"]
+    assert final["citations"] and final["trace"]["llm_calls"] >= 1
+
+
+def test_streamed_offline_answer_sends_the_evidence_first_too(live):
+    events = list(live.sse("/v1/chat/completions", {"model": "vdgr", "stream": True,
+                                                     "messages": [{"role": "user", "content": LEAVE_Q}]}, STAFF))
+    first, final = events[0], events[-1]
+    assert _first_content_at(events) > 0
+    assert first["evidence"][0]["path"][-1] == "Annual leave" and first["routing"][0]["domain"] == "HR_Policies"
+    assert final["evidence"] == first["evidence"] and final["routing"] == first["routing"]
+
+
 def test_streamed_llm_answer_redacts_secrets(llm_live, openai_server):
     openai_server.responder = lambda r: (
         ["Employees get 25 days of annual leave [1]. Request leave in the HR portal, password: hunter2", " [1]."]
