@@ -23,7 +23,7 @@ from vdgr_core.safety.secrets import mask_short
 from vdgr_core.store.file_stats import stat_rows, write_file_stats
 from vdgr_core.store.lance_store import connect
 from vdgr_core.store.layout_build import layout_options, write_layouts
-from vdgr_core.store.manifest import DomainInfo, Manifest
+from vdgr_core.store.manifest import CommitGuard, DomainInfo, Manifest
 from vdgr_core.store.tantivy_shard import ShardInfo
 from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest, write_table_stream
 
@@ -87,9 +87,11 @@ def shard_infos(staged: StagedList) -> list[ShardInfo]:
 
 
 def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id: str, dim: int,
-                 config: BuildConfig, parent_build_id: Optional[str] = None) -> Manifest:
+                 config: BuildConfig, guard: Optional[CommitGuard],
+                 parent_build_id: Optional[str] = None) -> Manifest:
     """Commit the staged build: every table written as one new version, then indexes, the
-    domains' query layouts, the embedding cache, and the manifest last."""
+    domains' query layouts, the embedding cache, and the manifest last, checked by ``guard``
+    (the held index lock: :class:`ConcurrentCommitError` when the manifest moved since)."""
     staged = staging.staged()
     db = connect(index_dir)
     plan = CommitPlan()
@@ -116,4 +118,4 @@ def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id
                                                        staged=staged), dim)
     return write_plan_manifest(index_dir, plan, embedding_model=model_id, dim=dim,
                                domains=facts.infos(scan), config=config.settings(),
-                               parent_build_id=parent_build_id)
+                               parent_build_id=parent_build_id, guard=guard)

@@ -65,7 +65,7 @@ from vdgr_core.store.domain_layout import DomainLayout, layout_format
 from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.layout_rows import DomainDelta
 from vdgr_core.store.lance_store import TableWrite, connect
-from vdgr_core.store.manifest import DomainInfo, Manifest
+from vdgr_core.store.manifest import CommitGuard, DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
 from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
                                            update_shard)
@@ -165,8 +165,10 @@ def _rows(name: str, rows: list[dict], dim: int) -> pa.Table:
 
 
 def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdatePlan, scan: CorpusScan,
-                         beam_args: Sequence[str], say: Callable[[str], None], t0: float) -> BuildReport:
-    """Apply ``plan`` to the committed index row by row and commit a new manifest."""
+                         beam_args: Sequence[str], say: Callable[[str], None], t0: float, *,
+                         guard: Optional[CommitGuard]) -> BuildReport:
+    """Apply ``plan`` to the committed index row by row and commit a new manifest, checked by
+    ``guard`` (the held index lock, see ``write_manifest``)."""
     model_id, dim = model_identity(config)
     change = _Change.of(plan)
     tasks_by_path = {t.rel_path: t for t in scan.tasks}
@@ -196,7 +198,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     stage["merge_s"] = time.perf_counter() - t2
     say("writing changed rows, shards, layouts and manifest")
     t3 = time.perf_counter()
-    manifest, writes = update.commit(changes)
+    manifest, writes = update.commit(changes, guard)
     stage["commit_s"] = time.perf_counter() - t3
     known = arriving.embeddings_computed >= 0
     return BuildReport(
@@ -683,7 +685,7 @@ class _RowUpdate:
         out[T.EDGES] = _edge_change(t, directories.edges_gone, directories.edges_new)
         return out
 
-    def commit(self, changes: dict[str, TableChange]) -> tuple[Manifest, UpdateWrites]:
+    def commit(self, changes: dict[str, TableChange], guard: Optional[CommitGuard]) -> tuple[Manifest, UpdateWrites]:
         t = self._t
         m = t.reader.manifest
         db = connect(t.config.index)
@@ -704,7 +706,7 @@ class _RowUpdate:
         append_to_cache(t.config.index, pa.concat_tables([t.arriving.new_vectors, self.new_vectors]), t.dim)
         manifest = write_plan_manifest(t.config.index, plan, embedding_model=t.model_id, dim=t.dim,
                                        domains=_domain_infos(t, db), config=t.config.settings(),
-                                       parent_build_id=m.build_id)
+                                       parent_build_id=m.build_id, guard=guard)
         return manifest, writes
 
 

@@ -25,7 +25,7 @@ from vdgr_core.progress import plural, reporting
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
-from vdgr_core.store.manifest import Manifest
+from vdgr_core.store.manifest import CommitGuard, Manifest
 
 _log = logging.getLogger("vdgr.build")
 
@@ -92,14 +92,14 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     t0 = time.perf_counter()
     config = with_precision(config)
     use_filesystem_options(beam_args)
-    with IndexLock(config.index, "vdgr index", config.lock_timeout_s):
+    with IndexLock(config.index, "vdgr index", config.lock_timeout_s) as lock:
         say(f"scanning {config.corpus}")
         scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
         say(f"found {plural(len(scan.tasks), 'document')} in "
             f"{plural(len({t.domain for t in scan.tasks}), 'domain')}"
             f" ({plural(len(scan.skipped) - len(scan.rejected), 'file')} of unsupported types,"
             f" {len(scan.rejected):,d} refused by the scan)")
-        return execute_build(config, scan, beam_args, say, t0=t0)
+        return execute_build(config, scan, beam_args, say, guard=lock, t0=t0)
 
 
 def warm_embedder_in_background(config: BuildConfig) -> None:
@@ -170,9 +170,10 @@ def job_failure(exc: BaseException) -> str:
 
 
 def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str],
-                  say: Callable[[str], None], *, parent_build_id: Optional[str] = None,
-                  t0: Optional[float] = None) -> BuildReport:
-    """Run the pipeline over ``scan`` and commit (``parent_build_id``: the index it replaces)."""
+                  say: Callable[[str], None], *, guard: Optional[CommitGuard],
+                  parent_build_id: Optional[str] = None, t0: Optional[float] = None) -> BuildReport:
+    """Run the pipeline over ``scan`` and commit (``parent_build_id``: the index it replaces;
+    ``guard``: the held index lock, which the commit passes to ``write_manifest``)."""
     t0 = time.perf_counter() if t0 is None else t0
     if not is_remote(config.index):
         os.makedirs(config.index, exist_ok=True)
@@ -197,7 +198,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         from pipelines.commit import commit_build
 
         manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
-                                parent_build_id=parent_build_id)
+                                guard=guard, parent_build_id=parent_build_id)
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,

@@ -74,13 +74,14 @@ def run_update(config: BuildConfig, beam_args: Sequence[str] = (),
     say = progress or (lambda s: _log.info(s))
     t0 = time.perf_counter()
     use_filesystem_options(beam_args)
-    with IndexLock(config.index, "vdgr update", config.lock_timeout_s):
-        return _update_locked(config, beam_args, progress, say, t0, settings_change)
+    with IndexLock(config.index, "vdgr update", config.lock_timeout_s) as lock:
+        return _update_locked(config, beam_args, progress, say, t0, settings_change, lock)
 
 
 def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say, t0: float,
-                   settings_change: bool) -> UpdateReport:
-    """The update, once this process holds the index lock (the manifest read is the latest)."""
+                   settings_change: bool, lock: IndexLock) -> UpdateReport:
+    """The update, once this process holds the index lock (the manifest read is the latest);
+    its commit passes ``lock`` to ``write_manifest`` as the commit guard."""
     try:
         reader = IndexReader(config.index, cache_bytes=DRIVER_CACHE_BYTES)
     except IndexError_:
@@ -110,12 +111,13 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
         say(f"no document changed; writing the query layouts and BM25 shards of {plural(len(stale), 'domain')} "
             "in this version's formats")
     if not plan.config_changed and reader.manifest.incremental and _stores_update_columns(reader):
-        report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0)
+        report = apply_document_delta(config, reader, plan, scan, beam_args, say, t0, guard=lock)
     else:
         # new settings, or an index written by an older version (no per-domain digests): the
         # whole index is built again by the pipeline
         say("rebuilding every domain: " + ("the build settings (content rules, embedder) changed" if plan.config_changed
                                            else "the index was written by an older version"))
-        report = execute_build(config, scan, beam_args, say, parent_build_id=reader.manifest.build_id, t0=t0)
+        report = execute_build(config, scan, beam_args, say, guard=lock, parent_build_id=reader.manifest.build_id,
+                               t0=t0)
     remember_file_stats(config.index, scan, current, plan)
     return UpdateReport(plan, report, time.perf_counter() - t0)

@@ -13,10 +13,10 @@ import threading
 import pytest
 
 from schemas.errors import ConcurrentCommitError, IndexBusyError
+from vdgr_core.store import manifest as manifest_module
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.lock import LOCK_NAME, IndexLock, LockRecord, read_lock_record
-from vdgr_core.store.manifest import (Manifest, current_generation, read_manifest, registered_commit_guard,
-                                      write_manifest)
+from vdgr_core.store.manifest import Manifest, current_generation, read_manifest, write_manifest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOLDER = """
@@ -145,9 +145,9 @@ def test_manifest_generations_never_go_back(tmp_path, remote):
     with pytest.raises(ConcurrentCommitError, match="changed during this commit"):
         write_manifest(index, _manifest("stale"), expect_generation=1)
     assert (read_manifest(index).build_id, read_manifest(index).generation) == ("b", 2)
-    with IndexLock(index, "vdgr update"):          # the lock expects the generation it saw
-        write_manifest(index, _manifest("c"))
-        write_manifest(index, _manifest("d"))      # its own commits move the expectation along
+    with IndexLock(index, "vdgr update") as lock:  # the lock expects the generation it saw
+        write_manifest(index, _manifest("c"), guard=lock)
+        write_manifest(index, _manifest("d"), guard=lock)      # its own commits move the expectation along
     assert (read_manifest(index).build_id, read_manifest(index).generation) == ("d", 4)
     if remote:
         names = IndexLocation(index).list_names("manifests")
@@ -188,20 +188,55 @@ def test_the_commit_guard_is_passed_explicitly(tmp_path):
         assert lock.expected_generation() == 1
         write_manifest(index, _manifest("b"), guard=lock)
         assert lock.expected_generation() == 2
-        assert registered_commit_guard(index) is not None
-    assert registered_commit_guard(index) is None  # released: no longer consulted
     assert write_manifest(index, _manifest("c")).generation == 3
 
 
-def test_a_commit_under_the_lock_that_names_no_guard_is_still_checked(tmp_path):
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "object-store"])
+def test_a_commit_under_the_lock_after_a_writer_that_bypassed_it_fails(tmp_path, remote):
+    index = ("file://" if remote else "") + str(tmp_path / "index")
+    write_manifest(index, _manifest("a"))
+    with IndexLock(index, "vdgr update") as lock:
+        write_manifest(index, _manifest("other"))     # a writer that bypassed the lock: generation 2
+        with pytest.raises(ConcurrentCommitError, match="expected 1"):
+            write_manifest(index, _manifest("b"), guard=lock)
+    assert read_manifest(index).build_id == "other"
+
+
+def test_write_manifest_without_a_guard_consults_no_global_state(tmp_path):
+    """With neither ``expect_generation`` nor ``guard`` nothing is checked, even while this
+    process holds the index lock: no registry of held locks is consulted."""
     index = str(tmp_path / "index")
     write_manifest(index, _manifest("a"))
-    with IndexLock(index, "vdgr update"):
-        other = dataclasses.replace(_manifest("other"), generation=2)       # a writer that bypassed the lock
-        IndexLocation(index).write_whole("manifest.json", other.to_json().encode())
-        with pytest.raises(ConcurrentCommitError, match="expected 1"):
-            write_manifest(index, _manifest("b"))    # through store/writer.py: no guard in hand
-    assert read_manifest(index).build_id == "other"
+    with IndexLock(index, "vdgr update") as lock:
+        write_manifest(index, _manifest("other"))     # moves the generation the lock expects
+        assert write_manifest(index, _manifest("b")).generation == 3     # unchecked: not refused
+        with pytest.raises(ConcurrentCommitError):
+            write_manifest(index, _manifest("c"), guard=lock)        # the guard, passed, still sees it
+    assert read_manifest(index).build_id == "b"
+    assert not [n for n in vars(manifest_module) if "guard" in n.lower() and n != "CommitGuard"]
+    assert not [n for n, v in vars(manifest_module).items()
+                if isinstance(v, (dict, list, set)) and not n.startswith("__")], "module-level mutable state"
+
+
+def test_a_writer_whose_object_store_lease_was_taken_over_cannot_commit(tmp_path):
+    """The heartbeat finds another writer's token in the lease; the next guarded commit fails."""
+    import time
+
+    index = "file://" + str(tmp_path / "bucket" / "index")
+    write_manifest(index, _manifest("a"))
+    with IndexLock(index, "vdgr update", timeout_s=0, stale_after_s=0.03) as lock:
+        _lease(index, host="elsewhere", renewed=time.time() + 3600)   # another writer takes the lease
+        deadline = time.monotonic() + 60
+        while True:                                   # the heartbeat (every 10 ms) notices
+            try:
+                lock.expected_generation()
+            except ConcurrentCommitError:
+                break
+            assert time.monotonic() < deadline, "the heartbeat never noticed the lease was taken over"
+            threading.Event().wait(0.01)
+        with pytest.raises(ConcurrentCommitError, match="taken over"):
+            write_manifest(index, _manifest("b"), guard=lock)
+    assert read_manifest(index).build_id == "a"
 
 
 def test_the_manifest_module_does_not_import_the_lock():

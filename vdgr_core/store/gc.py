@@ -65,11 +65,11 @@ def collect_garbage(index_dir: str, keep: _dt.timedelta = _dt.timedelta(hours=1)
     if is_remote(index_dir):
         raise ConfigError(f"vdgr gc works on local index folders; {index_dir!r} is an object-store URI "
                           "(see docs/RUNNERS.md)")
-    with IndexLock(index_dir, "vdgr gc", lock_timeout_s):
-        return _collect_locked(index_dir, keep)
+    with IndexLock(index_dir, "vdgr gc", lock_timeout_s) as lock:
+        return _collect_locked(index_dir, keep, lock)
 
 
-def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
+def _collect_locked(index_dir: str, keep: _dt.timedelta, lock: IndexLock) -> GcReport:
     manifest = read_manifest(index_dir)
     db = connect(index_dir)
     versions = 0
@@ -90,7 +90,7 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta) -> GcReport:
     if compacted:
         write_manifest(index_dir, dataclasses.replace(
             manifest, table_versions={**manifest.table_versions, **compacted}),
-            expect_generation=manifest.generation)
+            expect_generation=manifest.generation, guard=lock)
     keep_s = keep.total_seconds()
     live = {os.path.normpath(os.path.join(index_dir, f))
             for f in [*manifest.all_shard_folders(), *(ref.folder for ref in manifest.layouts.values())]}

@@ -23,10 +23,10 @@ object-store index.
 The lock is re-entrant within a process (a nested ``IndexLock`` on an index this process holds
 is a no-op), so ``run_update`` may call ``run_build``. While held it is the index's commit guard
 (``store/manifest.py``, :class:`CommitGuard`): it remembers the manifest generation it started
-from, and ``write_manifest`` refuses to replace a manifest that changed since. Pass it as
-``write_manifest(..., guard=lock)``; it is also registered with the manifest module while held
-(``register_commit_guard``), so a commit that reaches ``write_manifest`` without it (through
-``store/writer.py``) is checked the same. This module imports the manifest module, never the
+from, and ``write_manifest`` refuses to replace a manifest that changed since. A writer hands
+the held lock down to its commit, which passes it as ``write_manifest(..., guard=lock)``
+(``run_build``, ``run_update``, ``gc``); nothing registers it anywhere else, so a commit is
+checked exactly when its caller says so. This module imports the manifest module, never the
 reverse.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Callable, Optional
 
 from schemas.errors import ConcurrentCommitError, IndexBusyError
 from vdgr_core.store.location import IndexLocation
-from vdgr_core.store.manifest import current_generation, index_key, register_commit_guard
+from vdgr_core.store.manifest import current_generation, index_key
 
 LOCK_NAME = "_writer.lock"
 DEFAULT_STALE_AFTER_S = 300.0        # object stores: a lease not renewed for this long is stale
@@ -105,7 +105,6 @@ class _Held:
         self.generation = generation
         self.lost = lost
         self.depth = 1
-        self.unregister: Callable[[], None] = lambda: None
 
     def expected_generation(self) -> int:
         """The manifest generation this lock expects.
@@ -178,7 +177,6 @@ class IndexLock:
         held = _Held(release, generation, lost)
         with _HELD_LOCK:
             _HELD[self._key] = held
-        held.unregister = register_commit_guard(self.index_uri, held)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -188,7 +186,6 @@ class IndexLock:
             if held.depth:
                 return
             del _HELD[self._key]
-        held.unregister()
         held.release()
 
     def _held(self) -> _Held:

@@ -10,10 +10,10 @@ Generations. Every manifest carries a ``generation``, one more than the manifest
 (an index written before generations counts as 0). ``write_manifest`` refuses
 (:class:`ConcurrentCommitError`) to replace a manifest whose generation moved since the writer
 read it, so no commit (``gc``'s included) ever replaces a newer manifest. The generation it
-expects comes from its caller: ``expect_generation``, or a :class:`CommitGuard` (the index lock
-of ``store/lock.py`` is one: the generation it saw when it was taken). This module does not
-import the lock; the lock registers itself here (``register_commit_guard``) while it is held,
-so a commit under it that names no guard is still checked. On an object store each
+expects comes from its caller, explicitly: ``expect_generation``, or ``guard=`` a
+:class:`CommitGuard` (the held index lock of ``store/lock.py`` is one: the generation it saw
+when it was taken). Every writer that commits under the lock is handed it and passes it; this
+module keeps no registry of guards and does not import the lock. On an object store each
 generation is also its own object, ``manifests/<generation>.json``, created only if absent and
 read back (a conditional create, as far as ``pyarrow.fs`` allows: see ``store/lock.py``);
 readers take the highest generation there, and ``manifest.json`` is a copy for tools.
@@ -40,9 +40,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Optional, Protocol
+from typing import Optional, Protocol
 
 from schemas.errors import ConcurrentCommitError, IndexError_
 from vdgr_core.store.domain_layout import LayoutRef
@@ -187,33 +186,6 @@ def index_key(index_dir: str) -> str:
     return loc.uri if loc.remote else os.path.realpath(loc.uri)
 
 
-_GUARDS: dict[str, CommitGuard] = {}        # index_key -> the guard registered for it
-_GUARDS_LOCK = threading.Lock()
-
-
-def register_commit_guard(index_dir: str, guard: CommitGuard) -> Callable[[], None]:
-    """Make ``guard`` the one ``write_manifest`` uses for ``index_dir`` in this process when its
-    caller names none; returns the function that removes it. The index lock registers itself
-    for as long as it is held (commits reach ``write_manifest`` through
-    ``store/writer.py`` without the lock in hand)."""
-    key = index_key(index_dir)
-    with _GUARDS_LOCK:
-        _GUARDS[key] = guard
-
-    def unregister() -> None:
-        with _GUARDS_LOCK:
-            if _GUARDS.get(key) is guard:
-                del _GUARDS[key]
-
-    return unregister
-
-
-def registered_commit_guard(index_dir: str) -> Optional[CommitGuard]:
-    """The guard registered for ``index_dir`` in this process (None when none is)."""
-    with _GUARDS_LOCK:
-        return _GUARDS.get(index_key(index_dir))
-
-
 def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Optional[int] = None, *,
                    guard: Optional[CommitGuard] = None) -> Manifest:
     """Write the manifest whole (the last write of a commit) as the next generation.
@@ -223,9 +195,9 @@ def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Option
     expect_generation:
         The generation the caller read. When None, ``guard`` says which one is expected.
     guard:
-        The writer's :class:`CommitGuard` (the held index lock); by default the one registered
-        for ``index_dir`` (``register_commit_guard``). It is told the generation written. With
-        neither an expected generation nor a guard, nothing is checked.
+        The writer's :class:`CommitGuard` (the held index lock). It is told the generation
+        written. With neither an expected generation nor a guard, nothing is checked: this
+        function consults no state beyond its arguments and the index.
 
     Returns
     -------
@@ -239,8 +211,6 @@ def write_manifest(index_dir: str, manifest: Manifest, expect_generation: Option
         replace a newer manifest (a writer that bypassed the lock, or a lost object-store lease).
     """
     loc = IndexLocation(index_dir)
-    if guard is None:
-        guard = registered_commit_guard(index_dir)
     if expect_generation is None and guard is not None:
         expect_generation = guard.expected_generation()
     current = current_generation(index_dir)

@@ -22,7 +22,7 @@ from vdgr_core.store import digest as dg
 from vdgr_core.store.failpoints import TABLE_POINT, failpoint
 from vdgr_core.store.lance_store import TableWrite, connect, has_table
 from vdgr_core.store.layout_build import layout_options, write_layouts
-from vdgr_core.store.manifest import DomainInfo, Manifest, write_manifest
+from vdgr_core.store.manifest import CommitGuard, DomainInfo, Manifest, write_manifest
 from vdgr_core.store.table_indexes import ensure_scalar_indexes, ensure_vector_index
 from vdgr_core.store.tantivy_shard import ShardInfo
 
@@ -93,8 +93,13 @@ def build_id_of(table_digests: Mapping[str, int], shards: Sequence[ShardInfo]) -
 
 def write_plan_manifest(index_dir: str, plan: CommitPlan, *, embedding_model: str, dim: int,
                         domains: Sequence[DomainInfo], config: Optional[dict] = None,
-                        parent_build_id: Optional[str] = None) -> Manifest:
-    """Write the manifest of ``plan`` (the last write of a commit) and return it."""
+                        parent_build_id: Optional[str] = None,
+                        guard: Optional[CommitGuard] = None) -> Manifest:
+    """Write the manifest of ``plan`` (the last write of a commit) and return it.
+
+    ``guard`` is the writer's held index lock (:class:`CommitGuard`): the commit fails with
+    :class:`ConcurrentCommitError` when the manifest moved since the lock was taken. Without
+    one nothing is checked (``write_manifest``)."""
     totals = {name: dg.total(plan.digests.get(name, {})) for name in T.TABLES}
     by_domain: dict[str, dict[str, str]] = {}
     for name in T.TABLES:
@@ -120,7 +125,7 @@ def write_plan_manifest(index_dir: str, plan: CommitPlan, *, embedding_model: st
         layouts=dict(sorted(plan.layouts.items())),
         vector_indexes=dict(sorted(plan.vector_indexes.items())),
     )
-    manifest = write_manifest(index_dir, manifest)
+    manifest = write_manifest(index_dir, manifest, guard=guard)
     failpoint("commit.manifest_written")
     return manifest
 
@@ -136,6 +141,7 @@ def commit_index(
     config: Optional[dict] = None,
     parent_build_id: Optional[str] = None,
     store: Optional[StoreConfig] = None,
+    guard: Optional[CommitGuard] = None,
 ) -> tuple[Manifest, dict[str, TableWrite]]:
     """Write whole in-memory tables (small indexes, tests), then the manifest naming them.
 
@@ -145,6 +151,8 @@ def commit_index(
         One Arrow table per name in ``schemas.tables.TABLES`` (missing ones are written empty).
     shards:
         tantivy shards already published under ``index_dir`` (see ``build_shard``).
+    guard:
+        The held index lock (:class:`CommitGuard`) when the caller holds one; none: unchecked.
 
     Returns
     -------
@@ -154,7 +162,8 @@ def commit_index(
     Raises
     ------
     ConcurrentCommitError
-        When the manifest changed since the index lock was taken (see ``write_manifest``).
+        When ``guard`` says the manifest changed since the index lock was taken (see
+        ``write_manifest``).
     """
     db = connect(index_dir)
     plan = CommitPlan()
@@ -170,5 +179,5 @@ def commit_index(
     plan.layouts = write_layouts({n: db.open_table(n) for n in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)},
                                  index_dir, domains_with_rows, layout_options(store or StoreConfig()))
     manifest = write_plan_manifest(index_dir, plan, embedding_model=embedding_model, dim=dim, domains=domains,
-                                   config=config, parent_build_id=parent_build_id)
+                                   config=config, parent_build_id=parent_build_id, guard=guard)
     return manifest, dict(plan.writes)
