@@ -19,8 +19,9 @@ setup(
         "openai",
         "beautifulsoup4",
         "docutils",
-        "pypdf>=5",               # PDF: encryption, outline (bookmarks) and their pages
-        "pdfminer.six>=20231228", # PDF: text lines with font size and weight
+        # PDF: PDFium opens the file (encryption, outline, metadata) and gives every character
+        # with its box, font size and font (vdgr_core/parsing/pdf_layout.py)
+        "pypdfium2>=5",
         "python-docx>=1.1",
         # credentials masked at index time and in answers (vdgr_core/safety/secrets.py): the
         # pinned release is part of the content rules recorded in the manifest
@@ -46,9 +47,9 @@ setup(
         # fpdf2 writes the PDFs the tests parse; moto's server is a local S3 for the
         # conditional-create tests
         "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35"],
-        # PDFium's page text is the reference the PDF bench counts extraction faults on
-        # (bench/bench_pdf.py); the product parses with pypdf and pdfminer.six
-        "bench": ["pypdfium2>=4"],
+        # the PDF bench compares pdfminer.six's page text with PDFium's (bench/bench_pdf.py
+        # --extractors); the product parses with pypdfium2 alone
+        "bench": ["pdfminer.six>=20231228"],
     },
     package_data={"runners.serve": ["static/*.html"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},

@@ -29,9 +29,9 @@ Extraction figures, counted on the product's parse of each PDF (``vdgr_core.pars
 - definition pairs kept: lines of the form ``-x Description`` (a term and its description side
   by side on the page) whose term and first words stay together in the parsed text.
 
-``--extractors`` compares the extractors' page text (pdfminer.six with default and tuned
-layout parameters, pypdfium2 when installed) by answer recall on the gold page of the dev
-questions, and time per page.
+``--extractors`` compares the extractors' page text (pdfminer.six, from the ``bench`` extra,
+with default and tuned layout parameters, and PDFium's, which the product parses with) by
+answer recall on the gold page of the dev questions, and time per page.
 
 ``--write`` merges this run into ``bench/out/pdf.json`` under ``--label`` (each run keeps the
 commit it was made at) and writes the ``pdf`` block of BENCHMARKS.md.

@@ -210,3 +210,68 @@ def test_a_contents_page_with_page_numbers_apart_is_dropped_but_prose_with_leade
     prose += [Line(2, 1, 100.0 - 10 * k, "Default " + ". " * 20 + "500", 10, False, True) for k in range(6)]
     kept = drop_toc_pages(toc + prose)
     assert {ln.page for ln in kept} == {2} and len(kept) == 56
+
+
+def test_a_loosely_justified_line_stays_one_line_in_order():
+    pdf = _pdf()
+    words = "If this variable is not set, bash acts as if it had the value".split()
+    x = 40.0
+    for w in words:                    # groff sets each word apart: wide, uneven spaces
+        _text(pdf, x, 40, w)
+        x += pdf.get_string_width(w) + 5.5
+    _text(pdf, 40, 45, "shown below; the value is then printed after each pipeline.")
+    text = _all_text(_parse(pdf))
+    assert ("If this variable is not set, bash acts as if it had the value shown below; "
+            "the value is then printed after each pipeline.") in text
+
+
+def test_terms_beside_wrapped_descriptions_keep_the_order_of_the_page():
+    pdf = _pdf()
+    _text(pdf, 20, 30, "When executing interactively, bash displays the primary prompt string, decoded as follows:")
+    rows = [("\\l", ["the basename of the terminal device name"]),
+            ("\\n", ["newline"]),
+            ("\\w", ["the value of the working directory, with the home directory abbreviated with a",
+                     "tilde (uses the value of the trim variable)"]),
+            ("\\W", ["the basename of the working directory"]),
+            ("\\\\", ["a backslash"])]
+    y = 36
+    for term, desc in rows:
+        _text(pdf, 40, y, term)
+        for k, line in enumerate(desc):
+            _text(pdf, 53, y + 4.2 * k, line)   # "\\l" stands apart, "\\n newline" reads as one line
+        y += 4.2 * len(desc)
+    text = " ".join(_all_text(_parse(pdf)).split())
+    assert ("\\l the basename of the terminal device name \\n newline \\w the value of the working "
+            "directory, with the home directory abbreviated with a tilde (uses the value of the trim "
+            "variable) \\W the basename of the working directory \\\\ a backslash") in text
+
+
+def test_pdfs_parsed_in_threads_at_once_read_as_one_at_a_time():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support import documents as D
+
+    files = [D.pdf_with_outline(), D.pdf_by_fonts(), D.pdf_multi_page()[0]] * 3
+
+    def parse(data):
+        return parse_bytes(data, "pdf", "fallback", 10_000_000)
+
+    alone = [parse(d) for d in files]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(parse, files)) == alone
+
+
+def test_the_parser_needs_neither_pdfminer_nor_pypdf(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support import documents as D
+
+    path = tmp_path / "manual.pdf"
+    path.write_bytes(D.pdf_with_outline())
+    code = ("import sys; from vdgr_core.parsing import parse_bytes; "
+            f"doc = parse_bytes(open({str(path)!r}, 'rb').read(), 'pdf', 'x', 10**7); "
+            "print(doc.title, sorted(m for m in sys.modules if m.split('.')[0] in ('pdfminer', 'pypdf')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == "Orbit X2 Manual []"
