@@ -11,11 +11,16 @@ DEFAULT_RUNNER = "FnApiRunner"
 def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     """Parse standard Beam flags; add ``--runner=FnApiRunner`` when no runner is named.
 
-    Plain DirectRunner first tries to download the Prism binary, which fails offline.
+    Plain DirectRunner first tries to download the Prism binary, which fails offline. Every
+    worker imports :mod:`pipelines.s3_clients` (``--beam_plugins``): one S3 client per process
+    for Beam's S3 filesystem instead of one per call.
     """
+    from pipelines import s3_clients
+
     args = list(beam_args)
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append(f"--runner={DEFAULT_RUNNER}")
+    args.append(f"--beam_plugins={s3_clients.PLUGIN}")
     return PipelineOptions(args)
 
 
