@@ -78,7 +78,7 @@ class IndexLocation:
         self.uri = str(uri).rstrip("/")
         self.remote = is_remote(self.uri)
         if self.remote:
-            self._fs, self._root = pafs.FileSystem.from_uri(self.uri)
+            self._fs, self._root = pafs.FileSystem.from_uri(_with_fs_options(self.uri))
         else:
             self._fs, self._root = pafs.LocalFileSystem(), os.path.abspath(self.uri)
 
@@ -188,11 +188,15 @@ class IndexLocation:
                 return
             if self.folder_complete(rel):
                 return
-            self._fs.create_dir(self._path(rel), recursive=True)
-            for name in files:
+            if self._fs.type_name == "local":
+                self._fs.create_dir(self._path(rel), recursive=True)
+
+            def upload(name: str) -> None:
                 with open(os.path.join(local_dir, name), "rb") as f, \
                         self._fs.open_output_stream(self._path(f"{rel}/{name}")) as out:
                     shutil.copyfileobj(f, out, 1 << 20)
+
+            _each_in_threads(upload, list(files))
             failpoint("store.folder_uploaded_without_marker")
             with self._fs.open_output_stream(self._path(f"{rel}/{COMPLETE_MARKER}")) as out:
                 out.write(marker)
@@ -216,20 +220,53 @@ class IndexLocation:
         except FileNotFoundError:
             raise IndexError_(f"{self.join(rel)} is incomplete (no {COMPLETE_MARKER}): "
                               "its upload was interrupted") from None
-        for name, size in sorted(files.items()):
+
+        def fetch(name: str) -> None:
             target = os.path.join(local_dir, name)
             try:
                 with self._fs.open_input_stream(self._path(f"{rel}/{name}")) as f, open(target, "wb") as out:
                     shutil.copyfileobj(f, out, 1 << 20)
             except FileNotFoundError:
                 raise IndexError_(f"{self.join(rel, name)} is missing from a published folder") from None
-            if os.path.getsize(target) != size:
+            if os.path.getsize(target) != files[name]:
                 raise IndexError_(f"{self.join(rel, name)} has {os.path.getsize(target)} bytes, "
-                                  f"its completion marker says {size}")
+                                  f"its completion marker says {files[name]}")
+
+        _each_in_threads(fetch, sorted(files))
 
     def local_folder(self, rel: str) -> str:
         """The local path of folder ``rel`` of a local index."""
         return self._path(rel)
+
+
+#: files of one folder uploaded or fetched at once: an object store answers each request in
+#: milliseconds, and a BM25 shard or a layout is tens of small files
+FOLDER_TRANSFER_THREADS = 8
+
+
+def _each_in_threads(fn: Callable[[str], None], names: list[str]) -> None:
+    """``fn(name)`` for every name, up to :data:`FOLDER_TRANSFER_THREADS` at once; the first
+    error is raised once all have ended."""
+    if len(names) <= 1:
+        for name in names:
+            fn(name)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(FOLDER_TRANSFER_THREADS, len(names))) as pool:
+        futures = [pool.submit(fn, name) for name in names]
+    for f in futures:
+        f.result()
+
+
+def _with_fs_options(uri: str) -> str:
+    """``uri`` with the ``pyarrow.fs`` options an object store gets: for S3,
+    ``allow_delayed_open`` (an object smaller than one part is one ``PutObject``, not a
+    multipart upload's three requests; an error shows at ``close``, which every write here
+    reaches)."""
+    if not uri.startswith("s3://") or "allow_delayed_open=" in uri:
+        return uri
+    return uri + ("&" if "?" in uri else "?") + "allow_delayed_open=true"
 
 
 def _fsynced_temp(folder: str, data: bytes) -> str:
