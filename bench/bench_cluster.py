@@ -10,12 +10,17 @@ For each size the EManual corpus is grown as bench/bench_scale.py grows it
 uploaded to moto's S3 server on 127.0.0.1. Then, each build a fresh ``vdgr index`` process with
 the hashing embedder:
 
-- ``in-process, local``: the corpus folder into a local index (FnApiRunner, the default);
+- ``in-process, local``: the corpus folder into a local index (FnApiRunner in this process,
+  named by ``--runner=FnApiRunner --direct_running_mode=in_memory`` so that a corpus of many
+  documents is not moved to SDK worker processes by ``vdgr index``'s own choice);
 - ``in-process, S3``: the S3 corpus into an S3 index, same runner (the object store's own cost);
 - ``1 pool`` and ``2 pools``: the S3 corpus into an S3 index through ``--runner=PortableRunner
-  --job_endpoint=embed --environment_type=EXTERNAL`` on worker pools started for that build (each
-  its own process group, cwd, HOME and TMPDIR; tests/support/cluster.py) and a job service in its
-  own process (tests/support/job_service.py), one SDK worker per pool (``--direct_num_workers``).
+  --job_endpoint=<job service> --environment_type=EXTERNAL`` on worker pools started for that
+  build (each its own process group, cwd, HOME and TMPDIR; tests/support/cluster.py) and a job
+  service in its own process (tests/support/job_service.py), one SDK worker per pool
+  (``--direct_num_workers``).
+
+Each S3 index is deleted from the bucket once measured (moto holds objects in memory).
 
 Each row: wall time, the stage times ``vdgr index`` prints, speedup against ``1 pool`` and
 against ``in-process, S3``, the driver's peak RSS (VmHWM) and the largest SDK worker's peak RSS
@@ -47,6 +52,8 @@ SIZES = {"2k": ("10k", 6), "10k": ("10k", None), "100k": ("100k", None)}
 SCALE_WORK = REPO / "bench" / "work" / "scale"          # shared with bench_scale: grown once
 BUCKET = "vdgr-bench"
 MODES = ("in-process, local", "in-process, S3", "1 pool", "2 pools")
+# named, so that a build of many documents is not moved to SDK worker processes by the default
+IN_PROCESS = ["--runner=FnApiRunner", "--direct_running_mode=in_memory"]
 
 
 def corpus_of(work: Path, label: str) -> Path:
@@ -63,6 +70,17 @@ def corpus_of(work: Path, label: str) -> Path:
         for d in sorted(p for p in grown.iterdir() if p.is_dir())[:manuals]:
             shutil.copytree(d, cut / d.name)
     return cut
+
+
+def delete_prefix(client, prefix: str) -> int:
+    """Delete every object under ``prefix`` in the bench bucket; the number deleted."""
+    n = 0
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            client.delete_objects(Bucket=BUCKET, Delete={"Objects": keys, "Quiet": True})
+            n += len(keys)
+    return n
 
 
 def upload(client, corpus: Path, prefix: str) -> int:
@@ -121,10 +139,12 @@ def run_size(label: str, work: Path, s3) -> list[dict]:
         log = work / "logs" / f"{label}_{tag}.log"
         if mode == "in-process, local":
             index = str(fresh_dir(work / f"index_{label}"))
-            cmd = [*_vdgr(), "index", str(corpus), "--index", index, *hashing]
+            cmd = [*_vdgr(), "index", str(corpus), "--index", index, *hashing, *IN_PROCESS]
         else:
             index = f"s3://{BUCKET}/{label}/index-{tag}"
             cmd = [*_vdgr(), "index", f"s3://{BUCKET}/{prefix}", "--index", index, *hashing]
+            if "pool" not in mode:
+                cmd += IN_PROCESS
         print(f"[bench_cluster] {label}: {mode} ...", flush=True)
         pools = [] if "pool" not in mode else [
             WorkerPool(str(fresh_dir(work / "pools" / f"{tag}-{i}")), s3.env()).start()
@@ -145,6 +165,8 @@ def run_size(label: str, work: Path, s3) -> list[dict]:
                 p.kill()
         rows.append({"size": label, "mode": mode, **r, "stages_s": stages_of(log), "build_id": _build_id(index),
                      "chunks": _chunks(index)})
+        if index.startswith("s3://"):      # moto keeps objects in memory: ~2 GB an index at 100k
+            delete_prefix(client, f"{label}/index-{tag}/")
         print(json.dumps(rows[-1]), flush=True)
     one = next(r["wall_s"] for r in rows if r["mode"] == "1 pool")
     in_s3 = next(r["wall_s"] for r in rows if r["mode"] == "in-process, S3")
