@@ -10,9 +10,12 @@ Importing this module makes the boto3 factory of Beam's S3 client module hand ou
 per set of arguments and AWS environment (``AWS_*`` variables: a test that starts another
 endpoint gets another client). botocore clients are thread-safe. Beam's own code is unchanged.
 
-It reaches every process that runs DoFns as a Beam plugin: :func:`pipelines.options.pipeline_options`
-adds ``--beam_plugins=pipelines.s3_clients``, and an SDK worker (``sdk_worker_main``: worker
-pools, ``multi_processing`` workers, the SDK container) imports its job's plugins at startup.
+It reaches the processes that run DoFns as a Beam plugin: :func:`pipelines.options.pipeline_options`
+adds ``--beam_plugins=pipelines.s3_clients``; the in-process runner runs DoFns in the driver,
+which imported it, and an SDK worker that gets its job's options (worker pools booted by
+:mod:`runners.worker_boot`, the SDK container under Flink or Dataflow) imports the job's plugins
+at startup. Not reached: FnApiRunner's ``multi_processing`` workers, which Beam 2.77 starts with
+empty pipeline options (``PIPELINE_OPTIONS={}``), so they still make a client per call.
 """
 from __future__ import annotations
 
