@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import DirectOptions
 
 from pipelines.build import build_pipeline
+from pipelines.local_workers import local_worker_run
 from pipelines.metrics import beam_counter
-from pipelines.options import pipeline_options, runs_in_this_process, use_filesystem_options
+from pipelines.options import (auto_runner_args, local_worker_processes, names_runner, pipeline_options,
+                               runs_in_this_process, use_filesystem_options)
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
@@ -149,9 +152,12 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
         p = beam.Pipeline(options=options)
         add_steps(p, staging)
         import_commit_in_background()
+        # worker processes on this machine: their options, counts and standard error
+        around = local_worker_run(options) if local_worker_processes(options) else contextlib.nullcontext()
         try:
-            result = p.run()
-            result.wait_until_finish()
+            with around:
+                result = p.run()
+                result.wait_until_finish()
         except RuntimeError as exc:     # a portable runner's job ended FAILED
             if "failed in state" not in str(exc):
                 raise
@@ -182,6 +188,14 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
     model_id, dim = model_identity(config)
     stage["scan_s"] = time.perf_counter() - t0
 
+    if not names_runner(beam_args):
+        beam_args = auto_runner_args(beam_args, documents=len(scan.tasks),
+                                     local_model=config.embedding.kind == "minilm",
+                                     remote=is_remote(config.index) or is_remote(config.corpus))
+        options = pipeline_options(beam_args)
+        if local_worker_processes(options):
+            say(f"{plural(len(scan.tasks), 'document')} and no local model: running on "
+                f"{options.view_as(DirectOptions).direct_num_workers} worker processes (--preset direct keeps one)")
     say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
     t1 = time.perf_counter()
     def add_steps(p, staging):

@@ -14,8 +14,8 @@ It reaches the processes that run DoFns as a Beam plugin: :func:`pipelines.optio
 adds ``--beam_plugins=pipelines.s3_clients``; the in-process runner runs DoFns in the driver,
 which imported it, and an SDK worker that gets its job's options (worker pools booted by
 :mod:`runners.worker_boot`, the SDK container under Flink or Dataflow) imports the job's plugins
-at startup. Not reached: FnApiRunner's ``multi_processing`` workers, which Beam 2.77 starts with
-empty pipeline options (``PIPELINE_OPTIONS={}``), so they still make a client per call.
+at startup. FnApiRunner's ``multi_processing`` workers, which Beam 2.77 starts with empty
+pipeline options, get the driver's through ``PIPELINE_OPTIONS_FILE`` (:mod:`pipelines.local_workers`).
 """
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool =
     note = " (default: as recorded in the index)" if recorded_defaults else ""
     p.add_argument("corpus", help="corpus folder (one sub-folder per domain)")
     p.add_argument("--index", required=True, help="index folder to write")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="direct",
-                   help="runner preset; any standard Beam flag given as well wins")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="auto",
+                   help="runner preset (auto: in-process, or a worker process per core for a large build"
+                        " with no local model); any standard Beam flag given as well wins")
     p.add_argument("--chunk-tokens", type=int, default=default(ChunkingConfig().max_tokens), help=note or None)
     p.add_argument("--overlap-tokens", type=int, default=None,
                    help="overlap between chunks (default: 7%% of --chunk-tokens)" + note)

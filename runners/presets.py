@@ -13,7 +13,10 @@ _REPO_SETUP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 SETUP_FILE = _REPO_SETUP if os.path.isfile(_REPO_SETUP) else "./setup.py"
 
 PRESETS: dict[str, tuple[str, ...]] = {
-    # In-process, the default: fast start, one Python process.
+    # The default: no runner named, so the build chooses (pipelines/options.auto_runner_args):
+    # in-process, or one SDK worker process per core for a large build with no local model.
+    "auto": (),
+    # In-process: fast start, one Python process.
     "direct": ("--runner=FnApiRunner",),
     # Several SDK worker processes on this machine (Beam's portable worker path: every DoFn is
     # pickled, sent over the Fn API and run in another process).

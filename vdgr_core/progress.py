@@ -3,17 +3,29 @@
 The pipeline's steps count what they finish into the process's :data:`PROGRESS` (documents
 parsed, texts queued for the model and texts embedded); :func:`reporting` prints a line every
 few seconds while something moves: documents parsed out of the total, texts embedded out of those
-known so far, the rate and an ETA. The counts are those of the runner's workers in this process
-(FnApiRunner, the default): a runner whose workers are other processes reports through Beam's
-own metrics instead, and these lines then show nothing.
+known so far, the rate and an ETA. With the in-process runner the counts are this process's.
+When the runner's workers are other processes on this machine (FnApiRunner with
+``--direct_running_mode=multi_processing``, which a large hashing build chooses itself), the
+driver names a folder in :data:`PROGRESS_DIR_ENV` before they start: each worker process writes
+its counts there every second (:class:`WorkerPublisher`, one small file per process, replaced
+whole) and the driver's lines add them up (:func:`worker_counts`). Workers on other machines
+(Flink, Dataflow, external worker pools) report through their runner's own metrics only.
 """
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Optional
+
+#: the environment variable naming the folder worker processes write their counts to
+PROGRESS_DIR_ENV = "VDGR_PROGRESS_DIR"
+#: seconds between two writes of a worker's counts
+PUBLISH_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,25 +86,34 @@ def _duration(seconds: float) -> str:
 
 
 class BuildProgress:
-    """Thread-safe counters of one build in this process."""
+    """Thread-safe counters of one build in this process.
+
+    ``workers``: called by :meth:`snapshot` for the (parsed, queued, embedded) counts of worker
+    processes (:func:`worker_counts`), added to this process's own; None: none.
+    """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
+        self._on_count: Callable[[], None] = _publish_if_worker
         self.start(0)
 
-    def start(self, documents_total: int) -> None:
+    def start(self, documents_total: int,
+              workers: Optional[Callable[[], tuple[int, int, int]]] = None) -> None:
         with self._lock:
             self._total, self._parsed, self._queued, self._embedded = documents_total, 0, 0, 0
             self._t0, self._first_embed = self._clock(), None
+            self._workers = workers
 
     def parsed(self, documents: int = 1) -> None:
         with self._lock:
             self._parsed += documents
+        self._on_count()
 
     def queued(self, texts: int) -> None:
         with self._lock:
             self._queued += texts
+        self._on_count()
 
     def embedded(self, texts: int) -> None:
         with self._lock:
@@ -102,12 +123,105 @@ class BuildProgress:
                 self._first_embed = now
             self._embedded += texts
             self._queued = max(self._queued, self._embedded)
+        self._on_count()
+
+    def counts(self) -> tuple[int, int, int]:
+        """This process's own (parsed, queued, embedded) counts."""
+        with self._lock:
+            return self._parsed, self._queued, self._embedded
 
     def snapshot(self) -> Snapshot:
+        others = self._workers() if self._workers is not None else (0, 0, 0)
         with self._lock:
             now = self._clock()
-            return Snapshot(self._total, self._parsed, self._queued, self._embedded, now - self._t0,
+            parsed, queued, embedded = (self._parsed + others[0], self._queued + others[1],
+                                        self._embedded + others[2])
+            if self._first_embed is None and embedded:
+                self._first_embed = now       # first seen in a worker's counts
+            return Snapshot(self._total, parsed, max(queued, embedded), embedded, now - self._t0,
                             now - self._first_embed if self._first_embed is not None else 0.0)
+
+
+class WorkerPublisher:
+    """Writes a worker process's counts to ``folder/<pid>.json`` every ``interval_s`` (a daemon
+    thread; each write replaces the file whole, so a reader never sees half of one)."""
+
+    def __init__(self, folder: str, progress: BuildProgress, interval_s: float = PUBLISH_INTERVAL_S):
+        self._path = Path(folder) / f"{os.getpid()}.json"
+        self._progress, self._interval_s = progress, interval_s
+        self._last: Optional[tuple[int, int, int]] = None
+        threading.Thread(target=self._loop, name="vdgr-progress-publisher", daemon=True).start()
+
+    def write(self) -> None:
+        counts = self._progress.counts()
+        if counts == self._last:
+            return
+        tmp = self._path.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(counts), encoding="utf-8")
+            os.replace(tmp, self._path)
+        except OSError:         # the driver removed the folder: the run is over
+            return
+        self._last = counts
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(self._interval_s)
+            self.write()
+
+
+_PUBLISHER: Optional[WorkerPublisher] = None
+_PUBLISHER_LOCK = threading.Lock()
+
+
+def _publish_if_worker() -> None:
+    """Start this process's :class:`WorkerPublisher` on its first count, when the driver that
+    started it named a folder (:data:`PROGRESS_DIR_ENV`) and this process is not the driver."""
+    global _PUBLISHER
+    if _PUBLISHER is not None:
+        return
+    folder = os.environ.get(PROGRESS_DIR_ENV)
+    if not folder or folder.startswith(f"{os.getpid()}:"):
+        return
+    with _PUBLISHER_LOCK:
+        if _PUBLISHER is None:
+            _PUBLISHER = WorkerPublisher(folder.partition(":")[2], PROGRESS)
+
+
+def worker_counts(folder: str) -> tuple[int, int, int]:
+    """The (parsed, queued, embedded) counts the worker processes wrote into ``folder``, summed."""
+    total = [0, 0, 0]
+    for path in Path(folder).glob("*.json"):
+        try:
+            counts = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):      # gone or replaced meanwhile: read at the next line
+            continue
+        for i in range(3):
+            total[i] += int(counts[i])
+    return total[0], total[1], total[2]
+
+
+@contextlib.contextmanager
+def counting_workers(progress: BuildProgress) -> Iterator[str]:
+    """Within the block, worker processes this process starts write their counts to a fresh
+    folder (its path in :data:`PROGRESS_DIR_ENV`, as ``<driver pid>:<folder>`` so the driver
+    does not publish to itself), and ``progress``'s snapshots add them. Yields the folder."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="vdgr-progress-")
+    previous = os.environ.get(PROGRESS_DIR_ENV)
+    os.environ[PROGRESS_DIR_ENV] = f"{os.getpid()}:{folder}"
+    progress._workers = lambda: worker_counts(folder)
+    try:
+        yield folder
+    finally:
+        progress._workers = None
+        if previous is None:
+            os.environ.pop(PROGRESS_DIR_ENV, None)
+        else:
+            os.environ[PROGRESS_DIR_ENV] = previous
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: this process's build progress (one build at a time per process holds the index lock)
@@ -139,4 +253,5 @@ def reporting(documents_total: int, say: Callable[[str], None], interval_s: floa
         thread.join()
 
 
-__all__ = ["BuildProgress", "PROGRESS", "Snapshot", "plural", "render", "reporting"]
+__all__ = ["BuildProgress", "PROGRESS", "PROGRESS_DIR_ENV", "Snapshot", "WorkerPublisher", "counting_workers",
+           "plural", "render", "reporting", "worker_counts"]

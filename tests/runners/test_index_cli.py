@@ -58,7 +58,8 @@ def test_presets_fill_only_flags_the_user_did_not_give():
     flink = apply_preset("flink", ["--flink_master=jm:8081"])
     assert "--runner=FlinkRunner" in flink and "--flink_master=jm:8081" in flink
     assert apply_preset("dataflow", ["--runner=FnApiRunner"]).count("--runner=FnApiRunner") == 1
-    assert set(PRESETS) == {"direct", "multiprocess", "flink", "dataflow"}
+    assert set(PRESETS) == {"auto", "direct", "multiprocess", "flink", "dataflow"}
+    assert apply_preset("auto", ["--x=1"]) == ["--x=1"]          # the build chooses (test_auto_runner)
     with pytest.raises(ValueError):
         apply_preset("spark", [])
 
