@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.config import EmbeddingConfig, QueryConfig
+from schemas.config import EmbeddingConfig, LLMConfig, QueryConfig
 from tests.support.live_server import serve_index
 from tests.support.tiny_index import DIM, build_tiny_index
 
@@ -32,6 +32,15 @@ def served_index(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def live(served_index):
     with serve_index(served_index, config()) as server:
+        yield server
+
+
+@pytest.fixture
+def llm_live(served_index, openai_server):
+    """The tiny index served with a scripted LLM (``openai_server``) for routing and answers."""
+    cfg = config(llm=LLMConfig(base_url=openai_server.url, model="test", max_retries=0, backoff_s=0),
+                 routes=("hybrid",), reflection=False, backtrack=False)
+    with serve_index(served_index, cfg) as server:
         yield server
 
 

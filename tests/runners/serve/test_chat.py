@@ -8,9 +8,7 @@ import threading
 import openai
 import pytest
 
-from schemas.config import LLMConfig
-from tests.runners.serve.conftest import config
-from tests.support.live_server import HR, STAFF, serve_index
+from tests.support.live_server import HR, STAFF
 from tests.support.tiny_index import SECRET_TITLE, SECRET_WORD
 from vdgr_core.query.stream_check import WITHHELD
 
@@ -68,14 +66,6 @@ def test_low_confidence_asks_for_clarification_offline(live):
     assert "could not find enough" in text and "zentrix" in text and text.rstrip().endswith("?")
     step = next(s for s in resp.model_extra["trace"]["steps"] if s["stage"] == "confidence")
     assert step["data"]["low"] is True and 0 <= step["data"]["score"] < 0.4
-
-
-@pytest.fixture
-def llm_live(served_index, openai_server):
-    cfg = config(llm=LLMConfig(base_url=openai_server.url, model="test", max_retries=0, backoff_s=0),
-                 routes=("hybrid",), reflection=False, backtrack=False)
-    with serve_index(served_index, cfg) as server:
-        yield server
 
 
 def _is_answer(request) -> bool:

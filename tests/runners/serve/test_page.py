@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,12 +60,15 @@ def screenshot(page, name: str) -> None:
     print(f"screenshot: {path}")
 
 
-def sse(answer_pieces, evidence, citations) -> str:
-    """A streamed chat completion as the server sends it: pieces, then the evidence chunk."""
+def sse(answer_pieces, evidence, citations, first_evidence=None) -> str:
+    """A streamed chat completion as the server sends it: the role chunk with the evidence and
+    the routing, pieces, then the chunk with the evidence and the citations. ``first_evidence``
+    (default: ``evidence``) is what the first chunk carries."""
     def chunk(delta, **extra):
         return "data: " + json.dumps({"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0,
                                       "model": "vdgr", "choices": [{"index": 0, "delta": delta}], **extra}) + "\n\n"
-    out = chunk({"role": "assistant", "content": ""})
+    out = chunk({"role": "assistant", "content": ""},
+                evidence=evidence if first_evidence is None else first_evidence, routing=[])
     out += "".join(chunk({"content": p}) for p in answer_pieces)
     out += chunk({}, evidence=evidence, routing=[], trace={}, citations=citations)
     return out + "data: [DONE]\n\n"
@@ -76,9 +80,10 @@ def cite(answer: str, n: int) -> list[dict]:
     return [{"start": start, "end": start + len(f"[{n}]"), "evidence": n}]
 
 
-def forge(page, answer_pieces, evidence, citations) -> None:
+def forge(page, answer_pieces, evidence, citations, first_evidence=None) -> None:
     page.route("**/v1/chat/completions", lambda route: route.fulfill(
-        status=200, content_type="text/event-stream", body=sse(answer_pieces, evidence, citations)))
+        status=200, content_type="text/event-stream",
+        body=sse(answer_pieces, evidence, citations, first_evidence)))
 
 
 def closed(tab) -> None:
@@ -148,6 +153,58 @@ def test_a_loading_state_is_shown_until_the_stream_ends(browser_context, live):
     assert page.locator("#answer a.cite").all_inner_texts() == ["[1]"]
     assert page.locator("#status .spinner").count() == 0
     assert page.get_attribute("#submit", "aria-disabled") == "false"
+    page.close()
+
+
+def test_the_evidence_shows_from_the_first_chunk_while_the_llm_writes(browser_context, llm_live, openai_server):
+    """A real stream from a real server whose scripted LLM is held twice: before its first
+    token (the passages are shown, the answer is empty) and after its first sentence (that
+    sentence is shown, the page is still busy)."""
+    before_first, at_first = threading.Event(), threading.Event()
+    mid_answer, at_mid = threading.Event(), threading.Event()
+    openai_server.responder = lambda r: (
+        [lambda: (at_first.set(), before_first.wait(60)), "Employees get 25 days of annual leave [1]. ",
+         "Request", lambda: (at_mid.set(), mid_answer.wait(60)), " leave in the HR portal [1]."]
+        if not r.get("response_format") else json.dumps({"domain": "HR_Policies", "reason": ""}))
+    page = browser_context.new_page()
+    try:
+        _connect(page, llm_live, STAFF)
+        page.fill("#question", "How many days of annual leave do employees get?")
+        page.press("#question", "Enter")
+        page.wait_for_selector("#evidence li#ev-1")
+        assert at_first.wait(30) and not before_first.is_set()        # no token written yet
+        first = page.locator("#evidence li#ev-1")
+        assert first.locator(".crumb").inner_text() == "HR_Policies › Policies › Leave Policy › Annual leave"
+        assert {m.lower() for m in first.locator("mark").all_inner_texts()} >= {"annual", "leave"}
+        assert page.inner_text("#answer") == ""
+        assert page.get_attribute("#answer", "aria-busy") == "true"
+        assert page.locator("#status .spinner").count() == 1
+        assert page.inner_text("#status") == "Writing the answer…"    # the search is over
+        page.evaluate("document.getElementById('ev-1').dataset.fromFirstChunk = 'yes'")
+        before_first.set()
+        page.wait_for_function("document.getElementById('answer').textContent.includes('25 days')")
+        assert at_mid.wait(30) and not mid_answer.is_set()
+        assert page.get_attribute("#answer", "aria-busy") == "true"
+        assert page.inner_text("#status") == "Writing the answer…"
+        mid_answer.set()
+        page.wait_for_selector("#answer[aria-busy='false']", state="attached")
+        assert page.inner_text("#answer").endswith("Request leave in the HR portal [1].")
+        assert page.locator("#answer a.cite").first.get_attribute("href") == "#ev-1"
+        # the last chunk's evidence equals the first's: the items shown were kept, not redrawn
+        assert page.get_attribute("#ev-1", "data-from-first-chunk") == "yes"
+        assert page.inner_text("#status") == f"{page.locator('#evidence > li').count()} passages found"
+    finally:
+        before_first.set()
+        mid_answer.set()
+        page.close()
+
+
+def test_the_last_chunk_evidence_wins_where_it_differs_from_the_first(browser_context, live):
+    page = browser_context.new_page()
+    forge(page, ["Amber means resetting [2]."], RICH, cite("Amber means resetting [2].", 2), first_evidence=RICH[:1])
+    _ask(page, live, STAFF, "What does amber mean?")
+    assert page.locator("#evidence > li").count() == 2
+    assert page.locator("#answer a.cite").first.get_attribute("href") == "#ev-2"
     page.close()
 
 
