@@ -48,7 +48,7 @@ $(LLM_STAMP): $(STAMP)
 	touch $(LLM_STAMP)
 
 test-llm: $(LLM_STAMP)
-	$(BIN)/python -m bench.bench_llm
+	$(BIN)/python -m bench.quality.bench_llm
 
 # The figures of BENCHMARKS.md's headline and the blocks marked "make bench" there: quality per
 # set (ablation, run_eval), latency, the service, compression, build, update, embedding; then
@@ -57,23 +57,23 @@ test-llm: $(LLM_STAMP)
 # each, named in BENCHMARKS.md and docs/RESEARCH.md.
 bench: $(STAMP)
 	$(BIN)/pip install -q py-spy
-	$(BIN)/python -m bench.bench_embed
-	$(BIN)/python -m bench.bench_build
-	$(BIN)/python -m bench.bench_build_stages
-	$(BIN)/python -m bench.bench_update
-	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.run_eval $$d || exit 1; done
-	$(BIN)/python -m bench.ablation --check --write
-	$(BIN)/python -m bench.bench_query
-	$(BIN)/python -m bench.bench_serve
-	$(BIN)/python -m bench.bench_compress --budgets 0,150,300,600
-	$(BIN)/python -m bench.bench_answers
-	$(BIN)/python -m bench.update_benchmarks_md
+	$(BIN)/python -m bench.performance.bench_embed
+	$(BIN)/python -m bench.performance.bench_build
+	$(BIN)/python -m bench.performance.bench_build_stages
+	$(BIN)/python -m bench.performance.bench_update
+	for d in emanual emanual_all musique dcd; do $(BIN)/python -m bench.quality.run_eval $$d || exit 1; done
+	$(BIN)/python -m bench.quality.ablation --check --write
+	$(BIN)/python -m bench.performance.bench_query
+	$(BIN)/python -m bench.performance.bench_serve
+	$(BIN)/python -m bench.quality.bench_compress --budgets 0,150,300,600
+	$(BIN)/python -m bench.quality.bench_answers
+	$(BIN)/python -m bench.report.update_benchmarks_md
 	VDGR_UPDATE_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/pipelines/test_update_property.py
 
 # The scale block at 10k and 100k chunks (the 1M row, whose build alone took ~28 minutes in the
-# scale block: `python -m bench.bench_scale --sizes 1m`).
+# scale block: `python -m bench.performance.bench_scale --sizes 1m`).
 bench-scale: $(STAMP)
-	$(BIN)/python -m bench.bench_scale --sizes 10k,100k
+	$(BIN)/python -m bench.performance.bench_scale --sizes 10k,100k
 
 # The fuzzers with a large budget (CI runs them with a small one).
 fuzz: $(STAMP)

@@ -47,7 +47,7 @@ setup(
         # fpdf2 writes the PDFs the tests parse; moto's server is a local S3 for the
         # conditional-create tests
         "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35"],
-        # the PDF bench compares pdfminer.six's page text with PDFium's (bench/bench_pdf.py
+        # the PDF bench compares pdfminer.six's page text with PDFium's (bench/quality/bench_pdf.py
         # --extractors); the product parses with pypdfium2 alone
         "bench": ["pdfminer.six>=20231228"],
     },

@@ -115,7 +115,7 @@ def emanual_all_corpus(work: Path) -> Path:
 
     out = work / "perf_emanual_all"
     if not (out / "corpus").is_dir():
-        subprocess.run([sys.executable, "-m", "bench.convert_emanual", "--out", str(out), "--all"],
+        subprocess.run([sys.executable, "-m", "bench.prepare.convert_emanual", "--out", str(out), "--all"],
                        cwd=REPO, check=True)
     return out / "corpus"
 

@@ -149,7 +149,7 @@ class BuildConfig(_Frozen):
     max_entities_per_chunk: int = Field(default=24, ge=1)
     # the entities of the chunk that opens a section start with its title's
     # (vdgr_core.entities.title_terms): the graph links the section to every passage that names
-    # its title, the bridge of a multi-hop question (bench.ablation, MuSiQue development half)
+    # its title, the bridge of a multi-hop question (bench.quality.ablation, MuSiQue development half)
     title_entities: bool = True
     # An update whose arriving (added or changed) documents number at most this is processed in
     # the driver process, without a pipeline start-up; a larger one runs the Beam pipeline. The
@@ -442,7 +442,7 @@ class QueryConfig(_Frozen):
     """Query-side settings.
 
     The defaults were chosen on the development halves of the benchmark sets
-    (bench/fusion_study.py, bench/ablation.py, BENCHMARKS.md). Route 1 fuses BM25 and dense
+    (bench/quality/fusion_study.py, bench/quality/ablation.py, BENCHMARKS.md). Route 1 fuses BM25 and dense
     sections by z-scores counted from each list's floor (a list counts by how far its best
     sections stand out from its own candidates, and a section one list did not return is
     scored at that list's floor, so a weak dense list cannot outvote a decisive BM25 hit).
@@ -487,7 +487,7 @@ class QueryConfig(_Frozen):
     # LanceDB vector index: IVF partitions probed, candidates re-ranked on full vectors
     # (refine factor x k: 8-bit scalar quantization misorders near-equal vectors, so the
     # re-ranked pool must be wide; at 1M hashing-embedded chunks, limit 10, a domain
-    # prefilter, IVF_HNSW_SQ: recall 0.93 at 4, 0.98 at 16; bench/bench_ann.py). ``ann_ef``:
+    # prefilter, IVF_HNSW_SQ: recall 0.93 at 4, 0.98 at 16; bench/performance/bench_ann.py). ``ann_ef``:
     # the candidate list of an IVF_HNSW_SQ index (None: LanceDB's 1.5 x the rows asked for,
     # refine included; never below those rows); an IVF_SQ or IVF_PQ index has none
     ann_nprobes: int = Field(default=64, ge=1)

@@ -5,7 +5,7 @@ torch emulates bf16 on a CPU without AVX512-BF16 or AMX, at about a third of its
 in float32), so bf16 pays only where the CPU has one of those. Read from ``/proc/cpuinfo`` (no
 torch import: the build decides before any model loads); elsewhere nothing is native.
 ``VDGR_CPU_FLAGS`` (space-separated) replaces the flags read, to describe another kind of host
-(bench/bench_embed.py emulates an AVX2-only one with it and torch's own ISA caps).
+(bench/performance/bench_embed.py emulates an AVX2-only one with it and torch's own ISA caps).
 """
 from __future__ import annotations
 

@@ -278,7 +278,7 @@ class MiniLMEmbedder:
     #: one row count), "fixed" (other models: calls of one shape per padded length), both
     #: reproducible; "free": the unconstrained batching a library does, ``batch_size`` texts
     #: sorted by length and padded to the longest (kept to measure what reproducibility costs:
-    #: bench/bench_embed.py). Set from the model when constructed.
+    #: bench/performance/bench_embed.py). Set from the model when constructed.
     batching = "fixed"
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:

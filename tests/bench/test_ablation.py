@@ -1,7 +1,7 @@
-"""bench.ablation's public helpers: precision variants, the embedding header, cell formatting."""
+"""bench.quality.ablation's public helpers: precision variants, the embedding header, cell formatting."""
 from __future__ import annotations
 
-from bench.ablation import SETS, _open, embedding_lines, fmt_metric, open_set_index, with_precision
+from bench.quality.ablation import SETS, embedding_lines, fmt_metric, with_precision
 
 
 def test_with_precision_builds_in_its_own_folder():
@@ -22,8 +22,7 @@ def test_embedding_line_names_the_precision_once_when_sets_agree():
     assert embedding_lines({"sets": {"a": {}}}) == []
 
 
-def test_fmt_metric_and_the_private_alias():
+def test_fmt_metric():
     assert fmt_metric("hit@5", 0.9612) == "96.1"
     assert fmt_metric("mrr", 0.5) == "0.500"
     assert fmt_metric("hit@5", None) == "-"
-    assert _open is open_set_index

@@ -1,7 +1,7 @@
-"""bench/bench_ann.py: recall and latency of the vector indexes over a grid of settings."""
+"""bench/performance/bench_ann.py: recall and latency of the vector indexes over a grid of settings."""
 import pytest
 
-from bench.bench_ann import render, sweep
+from bench.performance.bench_ann import render, sweep
 from pipelines.run_build import run_build
 from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
 from tests.support.corpus import write_corpus

@@ -1,5 +1,5 @@
-"""bench.bench_answers: the baseline answer and the rendered block."""
-from bench.bench_answers import legacy_extractive_answer, render
+"""bench.quality.bench_answers: the baseline answer and the rendered block."""
+from bench.quality.bench_answers import legacy_extractive_answer, render
 from vdgr_core.query.answer import extractive_answer
 from vdgr_core.query.result import Evidence
 
@@ -23,7 +23,7 @@ def test_the_baseline_cuts_at_line_breaks_and_the_answer_does_not():
 def test_render_has_one_row_per_set_half_and_answer():
     half = {"questions": 2, "sentences": {"rouge_l": 0.25, "support": 1.0, "words": 30.0},
             "units": {"rouge_l": 0.5, "support": 0.75, "words": 40.0, "contains": 0.5}}
-    report = {"command": "python -m bench.bench_answers", "date": "2026-12-04 00:00 UTC", "commit": "abc1234",
+    report = {"command": "python -m bench.quality.bench_answers", "date": "2026-12-04 00:00 UTC", "commit": "abc1234",
               "machine": {"uname": "Linux", "nproc": 2}, "sets": {"s10": {"halves": {"dev": half, "test": half}}}}
     text = render(report)
     assert "| s10 | dev | 2 | units | 0.500 | 75.0% | 50.0% | 40.0 |" in text

@@ -1,5 +1,5 @@
-"""bench/bench_build_stages.py: py-spy stacks attributed to build stages."""
-from bench.bench_build_stages import BEAM, OTHER, stacks, stage_of
+"""bench/performance/bench_build_stages.py: py-spy stacks attributed to build stages."""
+from bench.performance.bench_build_stages import BEAM, OTHER, stacks, stage_of
 
 RAW = "\n".join([
     # the main thread in a library called from secret scanning, called from parsing

@@ -1,7 +1,7 @@
 """The PDF bench's question file and its answer matching (no download, no index)."""
-from bench.bench_pdf import QUESTIONS, _hit, _page_hit, norm, render
 from bench.common import read_jsonl
-from bench.splits import split
+from bench.prepare.splits import split
+from bench.quality.bench_pdf import QUESTIONS, answer_hit, norm, page_hit, render
 
 
 def test_the_question_file_has_30_located_questions_on_both_halves():
@@ -17,10 +17,10 @@ def test_the_question_file_has_30_located_questions_on_both_halves():
 def test_an_answer_matches_without_whitespace_but_not_with_a_broken_word_or_unicode_minus():
     gold = {"document": "bash/bash.pdf", "page": 81, "answer": "-e Exit immediately"}
     ev = {"source": "bash/bash.pdf", "page": 80, "text": "Options:\n-e  Exit\nimmediately if"}
-    assert _hit(ev, gold) and _page_hit(ev, gold)
-    assert not _hit({**ev, "text": "\u2212e Exit immediately"}, gold)
-    assert not _hit({**ev, "source": "bash/bashref.pdf"}, gold)
-    assert not _page_hit({**ev, "page": 79}, gold)
+    assert answer_hit(ev, gold) and page_hit(ev, gold)
+    assert not answer_hit({**ev, "text": "\u2212e Exit immediately"}, gold)
+    assert not answer_hit({**ev, "source": "bash/bashref.pdf"}, gold)
+    assert not page_hit({**ev, "page": 79}, gold)
     assert norm("sig\u00adnal") == "signal" and norm("sig-nal") != "signal"
 
 

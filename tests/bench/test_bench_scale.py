@@ -1,8 +1,8 @@
-"""bench/bench_scale.py and bench/grow_corpus.py: measuring a process, rendering, growing."""
+"""bench/performance/bench_scale.py and bench/prepare/grow_corpus.py: measuring a process, rendering, growing."""
 import sys
 
-from bench.bench_scale import ROUTES, measured_run, render, stages_of
-from bench.grow_corpus import change_documents, revise_markdown
+from bench.performance.bench_scale import ROUTES, measured_run, render, stages_of
+from bench.prepare.grow_corpus import change_documents, revise_markdown
 
 
 def test_measured_run_reports_the_peak_rss_of_the_process(tmp_path):
@@ -22,8 +22,8 @@ def test_render_lists_each_size_and_the_sizes_not_run():
            "ann_recall_at_10": {"contents": {"scoped": "exact", "unscoped": "exact"},
                                 "directories": {"scoped": 0.99, "unscoped": 0.97}}, "latency": lat,
            "update_equals_rebuild": True}
-    text = render({"command": "python -m bench.bench_scale --skip-1m", "date": "d", "commit": "c", "machine": "m",
-                   "results": [row], "not_run": ["1m"]})
+    text = render({"command": "python -m bench.performance.bench_scale --skip-1m", "date": "d", "commit": "c",
+                   "machine": "m", "results": [row], "not_run": ["1m"]})
     assert "| 10,537 | 1,161 | 43.0 | 245 | 841 / 0 |" in text
     assert "first no-domain pass" not in text                  # a row of an earlier run: not measured
     again = render({"command": "c", "date": "d", "commit": "c", "machine": "m",
@@ -37,11 +37,11 @@ def test_render_lists_each_size_and_the_sizes_not_run():
 
 
 def test_the_query_rss_shows_the_no_domain_peak_and_the_anonymous_part():
-    from bench.bench_scale import _query_rss
+    from bench.performance.bench_scale import query_rss
 
-    assert _query_rss({"query_peak_mb": 313, "query_no_domain_peak_mb": 4106, "query_anon_peak_mb": 1234}) == \
+    assert query_rss({"query_peak_mb": 313, "query_no_domain_peak_mb": 4106, "query_anon_peak_mb": 1234}) == \
         "313; no domain 4,106; anonymous 1,234"
-    assert _query_rss({"query_peak_mb": 313}) == "313"
+    assert query_rss({"query_peak_mb": 313}) == "313"
 
 
 def test_a_row_measured_before_the_no_domain_columns_renders_a_dash_there():
@@ -108,27 +108,29 @@ def _row(**extra) -> dict:
             "latency": lat,
             "ann_recall_at_10": {"contents": {"index": {"scoped": "exact", "unscoped": "exact"}},
                                  "directories": {"index": {"scoped": "exact", "unscoped": "exact"}}},
-            "command": "python -m bench.bench_scale --sizes 10k", "commit": "aaa", "date": "d1", **extra}
+            "command": "python -m bench.performance.bench_scale --sizes 10k", "commit": "aaa", "date": "d1", **extra}
 
 
 def test_a_row_measured_again_names_the_query_command():
-    row = _row(query_command="python -m bench.bench_scale --query-only", query_commit="bbb", query_date="d2")
+    row = _row(query_command="python -m bench.performance.bench_scale --query-only", query_commit="bbb",
+               query_date="d2")
     text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
-    assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; open, query RSS, latency and "
-            "ANN recall: `python -m bench.bench_scale --query-only` at bbb, d2") in text
+    assert ("10,537 chunks: `python -m bench.performance.bench_scale --sizes 10k` at aaa, d1; open, query RSS, "
+            "latency and ANN recall: `python -m bench.performance.bench_scale --query-only` at bbb, d2") in text
 
 
 def test_a_row_whose_update_was_measured_again_names_the_update_command():
-    row = _row(update_command="python -m bench.bench_scale --update-only", update_commit="ccc", update_date="d3")
+    row = _row(update_command="python -m bench.performance.bench_scale --update-only", update_commit="ccc",
+               update_date="d3")
     text = render({"command": "c", "date": "d", "commit": "c", "machine": "m", "results": [row], "not_run": []})
-    assert ("10,537 chunks: `python -m bench.bench_scale --sizes 10k` at aaa, d1; 1% update: "
-            "`python -m bench.bench_scale --update-only` at ccc, d3") in text
+    assert ("10,537 chunks: `python -m bench.performance.bench_scale --sizes 10k` at aaa, d1; 1% update: "
+            "`python -m bench.performance.bench_scale --update-only` at ccc, d3") in text
 
 
 def test_update_only_measures_the_update_again_and_keeps_the_build(tmp_path, monkeypatch):
     import json
 
-    from bench import bench_scale
+    from bench.performance import bench_scale
 
     corpus, index = tmp_path / "corpus_10k", tmp_path / "index_10k"
     (corpus / "d").mkdir(parents=True)
@@ -154,5 +156,5 @@ def test_update_only_measures_the_update_again_and_keeps_the_build(tmp_path, mon
     assert calls and calls[0][-4:] == [str(corpus), "--index", str(index), "-q"] and "update" in calls[0]
     assert row["build_s"] == 20.0 and row["update_s"] == 1.0 and row["update_ratio"] == 0.05
     assert row["update_stages_s"] == {"scan_s": 0.1, "commit_s": 0.4}
-    assert row["update_command"].startswith("python -m bench.bench_scale --sizes 10k --update-only")
+    assert row["update_command"].startswith("python -m bench.performance.bench_scale --sizes 10k --update-only")
     assert "Service bulletin" in (corpus / "d" / "a0.md").read_text(encoding="utf-8")

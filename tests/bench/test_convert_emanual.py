@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from bench import convert_emanual as ce
 from bench.common import tree_hash
-from bench.corpus_paths import corpus_section_paths
-from bench.emanual_tree import load_manual, title_path
+from bench.prepare import convert_emanual as ce
+from bench.prepare.corpus_paths import corpus_section_paths
+from bench.prepare.emanual_tree import load_manual, title_path
 from vdgr_core.eval.metrics import path_matches
 
 pytestmark = pytest.mark.skipif(not ce.emanual_root().exists(), reason="shared bench data absent")

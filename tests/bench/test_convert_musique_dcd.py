@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from bench import convert_dcd, convert_musique
 from bench.common import tree_hash
-from bench.corpus_paths import corpus_section_paths
-from bench.dcd_facts import Fact, extract_facts, question_for
+from bench.prepare import convert_dcd, convert_musique
+from bench.prepare.corpus_paths import corpus_section_paths
+from bench.prepare.dcd_facts import Fact, extract_facts, question_for
 
 
 @pytest.mark.skipif(not convert_musique.multihop_root().exists(), reason="shared bench data absent")

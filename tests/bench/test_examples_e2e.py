@@ -3,7 +3,7 @@
 import pytest
 
 from bench.common import REPO, read_jsonl, write_jsonl
-from bench.run_eval import query_rows, score_file
+from bench.quality.run_eval import query_rows, score_file
 from bench.vdgr_cli import ensure_index, query_flags, run
 
 pytestmark = pytest.mark.skipif(not query_flags(), reason="vdgr CLI not available")

@@ -1,9 +1,9 @@
-"""bench/fusion_study.py: the compared methods on hand-made route lists (no index needed)."""
+"""bench/quality/fusion_study.py: the compared methods on hand-made route lists (no index needed)."""
 from types import SimpleNamespace
 
 import numpy as np
 
-from bench import fusion_study as fs
+from bench.quality import fusion_study as fs
 from vdgr_core.query.fusion import SectionHit, SectionList
 
 

@@ -1,8 +1,8 @@
-"""bench/rss_trace.py: a command's output and its RSS on one time axis."""
+"""bench/performance/rss_trace.py: a command's output and its RSS on one time axis."""
 import io
 import sys
 
-from bench.rss_trace import trace
+from bench.performance.rss_trace import trace
 
 
 def test_trace_prints_output_and_the_memory_a_process_takes():

@@ -1,15 +1,15 @@
 """Runner pieces that need no index: query rows, scoring a results file, Markdown merge."""
 import json
 
-from bench import update_benchmarks_md as ub
 from bench import vdgr_cli
 from bench.common import write_jsonl
-from bench.markdown import render
-from bench.run_eval import query_rows, score_file
+from bench.quality.run_eval import query_rows, score_file
+from bench.report import update_benchmarks_md as ub
+from bench.report.markdown import render
 
 
 def _report():
-    return {"dataset": "toy", "command": "python -m bench.run_eval toy", "date": "2026-01-01 00:00 UTC",
+    return {"dataset": "toy", "command": "python -m bench.quality.run_eval toy", "date": "2026-01-01 00:00 UTC",
             "machine": {"uname": "Linux x", "nproc": 4}, "commit": "abc", "index": {"reused": True},
             "questions": {"s": 2}, "columns": [["hit@1", "R@1"], ["mrr", "MRR"]],
             "results": {"s": {"bm25": {"hit@1": 0.5, "mrr": 0.75, "latency": {"p50_ms": 3.0, "p95_ms": 12.0},
@@ -54,7 +54,7 @@ def test_supported_flags_drop_unknown_options(monkeypatch):
 
 
 def test_latency_report_merges(tmp_path):
-    rep = {"dataset": "latency", "kind": "latency", "command": "python -m bench.bench_query",
+    rep = {"dataset": "latency", "kind": "latency", "command": "python -m bench.performance.bench_query",
            "date": "2026-01-01 00:00 UTC", "machine": {"uname": "Linux x", "nproc": 2}, "commit": None,
            "index": "idx", "repeat": 1, "questions": 50,
            "results": {name: {s: {"n": 50, "p50_ms": 10.0, "p95_ms": 20.0, "mean_ms": 12.0}

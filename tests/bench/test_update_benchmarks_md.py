@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from bench import update_benchmarks_md as ub
+from bench.report import update_benchmarks_md as ub
 
 
 def _docs(tmp_path, monkeypatch):

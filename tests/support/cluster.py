@@ -13,7 +13,7 @@
   service starts all of a job's ``--direct_num_workers`` workers there; the front spreads them
   the way a Kubernetes Service in front of worker-pool sidecars would.
 
-Used by tests/runners/test_cluster.py and bench/bench_cluster.py.
+Used by tests/runners/test_cluster.py and bench/performance/bench_cluster.py.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ this works the same with and without one (an LLM configured is then not called a
 The score is the mean of two coverages of the question's content words (light-stemmed): by the
 best single evidence item (title path and text) and by the top items together. It lies in
 [0, 1]. ``probability`` maps it through a Platt fit measured by ``python -m
-bench.bench_confidence`` (EManual S10 questions, label 1 when the gold section is in the top 5,
+bench.quality.bench_confidence`` (EManual S10 questions, label 1 when the gold section is in the top 5,
 against questions the index cannot answer; reliability table in BENCHMARKS.md): the estimated
 chance that the evidence holds the answer.
 """
@@ -23,7 +23,7 @@ from vdgr_core.query.textutil import missing_terms, overlap, terms
 
 TOP_EVIDENCE = 5
 CLOSEST = 3
-# Platt scaling P = 1 / (1 + exp(-(A * score + B))), fitted by bench.bench_confidence (0b3d99b)
+# Platt scaling P = 1 / (1 + exp(-(A * score + B))), fitted by bench.quality.bench_confidence (0b3d99b)
 PLATT_A, PLATT_B = 10.8812, -6.611
 
 

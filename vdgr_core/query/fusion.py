@@ -19,7 +19,7 @@ A section that a list did not return is scored at that list's floor: the list sa
 the section scores no higher than its last candidate. With ``"zscore"`` and ``"convex"`` that
 is a contribution of 0; measured from the mean instead (or capped at mean - 3 deviations) a
 section missing from one list is pushed far below sections that list did return, which let a
-weak dense list outvote a decisive BM25 hit (bench/fusion_study.py measures both). Ties break
+weak dense list outvote a decisive BM25 hit (bench/quality/fusion_study.py measures both). Ties break
 on the section's stable rank.
 """
 from __future__ import annotations
@@ -204,7 +204,7 @@ def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: in
 
     The walk is a second hop: it brings bridges up behind the first hop's best evidence, and
     does not displace it: with ``keep_head`` the first hop's best section stays first, scored
-    as the walk's best (bench.ablation, row "full, walk reorders the head"). A section both
+    as the walk's best (bench.quality.ablation, row "full, walk reorders the head"). A section both
     hold keeps the first hop's matched rows first and both routes; first-hop sections the walk
     did not reach follow the walk's, in their order, so a domain without a graph gives route
     1's list back. At most ``limit`` sections.

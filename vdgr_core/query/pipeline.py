@@ -12,7 +12,7 @@ in the fusion, behind route 1's best section, which stays first (``GraphSettings
 The first-hop evidence keeps the restart mass, so it stays near the top, and passages that
 share entities with it (the bridges of a multi-hop question) move up behind it. Fusing the walk
 as one more list beside route 1 instead counted route 1's evidence twice and lost the walk's
-deep recall (bench/fusion_study.py).
+deep recall (bench/quality/fusion_study.py).
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   value must also look like a secret (at least six characters with a digit or a symbol), so "the
   password is stored in the vault" stays; with ``=`` any value counts.
 * A keyword-named value that names no credential stays (``secrets-2``; counted on the
-  benchmark corpora by ``python -m bench.bench_secrets``). detect-secrets' baseline filters used
+  benchmark corpora by ``python -m bench.quality.bench_secrets``). detect-secrets' baseline filters used
   (``detect_secrets.filters.heuristic``): ``is_templated_secret`` (``<...>``, ``{...}``,
   ``${...}``), ``is_prefixed_with_dollar_sign`` (``$VAR``), ``is_indirect_reference`` (an
   unquoted ``get_secret()``, ``os.environ["DB"]``). Not used: ``is_sequential_string`` (a

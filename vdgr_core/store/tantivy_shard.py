@@ -13,7 +13,7 @@ down to the chunk's own heading), then its text, scored as one unit, with the he
 term frequencies before one saturation and one length normalization. Summing separate BM25
 scores of ``title``, ``path_text`` and ``text`` fields instead (schema version 1) counted a
 query word once per field, each with its own saturation, which over-rewards heading and path
-matches. ``python -m bench.bench_bm25_fields`` measures every variant on every benchmark set
+matches. ``python -m bench.quality.bench_bm25_fields`` measures every variant on every benchmark set
 (BENCHMARKS.md, block ``bm25_fields``): separate fields lose 4 to 8 points of R@5 on the
 manuals; against heading + text (schema 2), the heading path with the doubled heading adds R@1
 of the default configuration on five of six development halves (up to 12.5 points) and ties

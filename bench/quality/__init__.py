@@ -1,0 +1,2 @@
+"""Retrieval and answer quality benchmarks: what the query side finds and answers, per set and
+per development / test half."""
