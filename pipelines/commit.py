@@ -21,11 +21,13 @@ from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.embed_cache import append_batches_to_cache
 from vdgr_core.safety.secrets import mask_short
 from vdgr_core.store.file_stats import stat_rows, write_file_stats
+from vdgr_core.store.index_beside import vector_indexes_beside
 from vdgr_core.store.lance_store import connect
 from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.manifest import CommitGuard, DomainInfo, Manifest
 from vdgr_core.store.tantivy_shard import ShardInfo
-from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest, write_table_stream
+from vdgr_core.store.writer import (CommitPlan, adopt_vector_indexes, build_indexes, write_plan_manifest,
+                                    write_table_stream)
 
 
 class DomainFacts:
@@ -110,9 +112,12 @@ def commit_build(index_dir: str, staging: Staging, scan: CorpusScan, *, model_id
         plan.digests[name] = staged.digests.get(name, {})
     plan.shards = shard_infos(staged)
     plan.subshards = subshards_per_domain(scan, config)
-    build_indexes(db, plan, config.store, dim)
-    plan.layouts = write_layouts({n: db.open_table(n) for n in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)},
-                                 index_dir, domains, layout_options(config.store))
+    build_indexes(db, plan, config.store, dim, vectors=False)
+    # a large build trains its vector indexes in a child process while the layouts are written
+    with vector_indexes_beside(index_dir, plan.writes, config.store, dim) as beside:
+        plan.layouts = write_layouts({n: db.open_table(n) for n in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)},
+                                     index_dir, domains, layout_options(config.store))
+    adopt_vector_indexes(db, plan, beside.described)
     write_file_stats(index_dir, stat_rows(hashes, scan.file_stats, scan.listed_ns), replace_all=True)
     append_batches_to_cache(index_dir, staging.batches(T.EMBEDDING_CACHE, T.embedding_cache_schema(dim),
                                                        staged=staged), dim)

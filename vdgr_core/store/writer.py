@@ -67,19 +67,33 @@ class CommitPlan:
 
 
 def build_indexes(db, plan: CommitPlan, store: StoreConfig, dim: int,
-                  previous: Optional[Mapping[str, dict]] = None) -> None:
+                  previous: Optional[Mapping[str, dict]] = None, *, vectors: bool = True) -> None:
     """Vector and scalar indexes on the tables just written; the plan then names the table
-    versions the index builds committed."""
+    versions the index builds committed. ``vectors=False``: the scalar indexes only (the
+    caller builds the vector indexes, :func:`~vdgr_core.store.index_beside.vector_indexes_beside`,
+    and passes their descriptions to :func:`adopt_vector_indexes`)."""
     for name, w in list(plan.writes.items()):
         if not has_table(db, name):
             continue
         table = db.open_table(name)
-        described = ensure_vector_index(name, table, store, w.rows, dim, (previous or {}).get(name))
-        if described is not None:
-            plan.vector_indexes[name] = described
+        if vectors:
+            described = ensure_vector_index(name, table, store, w.rows, dim, (previous or {}).get(name))
+            if described is not None:
+                plan.vector_indexes[name] = described
         ensure_scalar_indexes(name, table, store, w.rows)
         if table.version != w.version:
             plan.writes[name] = TableWrite(name, table.version, w.rows)
+
+
+def adopt_vector_indexes(db, plan: CommitPlan, described: Mapping[str, Optional[dict]]) -> None:
+    """Name in ``plan`` the vector indexes built elsewhere and the table versions they committed."""
+    for name, description in described.items():
+        if description is not None:
+            plan.vector_indexes[name] = description
+        w = plan.writes[name]
+        version = db.open_table(name).version
+        if version != w.version:
+            plan.writes[name] = TableWrite(name, version, w.rows)
 
 
 def build_id_of(table_digests: Mapping[str, int], shards: Sequence[ShardInfo]) -> str:
