@@ -7,9 +7,10 @@ One command::
 For each size the EManual corpus (S10 + 32 manuals, ~10.7k chunks) is grown into N product
 versions (``bench/prepare/grow_corpus.py``: 1, 10 or 100 versions) and, each step a fresh process:
 
-- ``vdgr index --embedding hashing`` (in-process runner): wall time, chunks/s, peak RSS of the
-  driver process (``VmHWM``) and of its child processes (sampled ``VmRSS``, none for the
-  in-process runner with the hashing embedder: its workers run in the driver), index size;
+- ``vdgr index --embedding hashing`` with the default runner choice (``--preset auto``: in
+  process below ``AUTO_WORKERS_MIN_DOCUMENTS`` documents, one SDK worker process per core from
+  there): wall time, chunks/s, peak RSS of the driver process (``VmHWM``) and of its child
+  processes (sampled ``VmRSS``: the worker processes and the vector index child), index size;
 - a query process: ``KnowledgeBase.open`` time, then the 50 S10 questions (S10 domain given)
   once per route configuration (``bm25``, ``dense``, ``hybrid``, ``toc``, ``graph``, ``all
   routes``), interleaved question by question, then under ``default`` and ``all routes`` with
@@ -24,9 +25,9 @@ versions (``bench/prepare/grow_corpus.py``: 1, 10 or 100 versions) and, each ste
   ``vdgr update`` (settings recorded in the index): wall time, ratio to the build, peak RSS;
 - with ``--check-rebuild`` (default for sizes up to 10k): a fresh build of the changed corpus,
   whose build id must equal the updated index's (update == rebuild);
-- with ``--check-multiprocess SIZES``: a build through ``--preset multiprocess`` (two worker
-  processes): its wall time, driver and worker peak RSS, and whether its build id equals the
-  in-process build's.
+- with ``--check-direct SIZES``: a build through ``--preset direct`` (everything in one
+  process, the runner before the automatic choice): its wall time, chunks/s, driver peak RSS,
+  and whether its build id equals the default build's.
 
 Results: ``bench/out/scale.json`` and the ``scale`` block of BENCHMARKS.md (command, date,
 commit, machine). ``--skip-1m`` (or ``--sizes 10k,100k``) leaves the 1M point out; nothing is
@@ -341,7 +342,7 @@ def measure_queries(index: Path, work: Path, label: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_multiprocess: bool = False) -> dict:
+def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_direct: bool = False) -> dict:
     from bench.prepare.grow_corpus import change_documents
 
     logs = work / "logs"
@@ -352,16 +353,16 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
     build = measured_run([*vdgr_argv(), "index", str(corpus), "--index", str(index), "--embedding", "hashing", "-q"],
                          logs / f"build_{label}.log")
     chunks = _count(index, "contents")
-    multiprocess = {}
-    if check_multiprocess:
-        mp_index = work / f"mp_{label}"
-        shutil.rmtree(mp_index, ignore_errors=True)
-        mp = measured_run([*vdgr_argv(), "index", str(corpus), "--index", str(mp_index), "--embedding", "hashing",
-                           "--preset", "multiprocess", "-q"], logs / f"build_mp_{label}.log")
-        multiprocess = {"mp_build_s": mp["wall_s"], "mp_driver_peak_mb": mp["driver_peak_mb"],
-                        "mp_worker_peak_mb": mp["children_peak_mb"],
-                        "mp_equals_in_process": _build_id(mp_index) == _build_id(index)}
-        shutil.rmtree(mp_index, ignore_errors=True)
+    direct = {}
+    if check_direct:
+        direct_index = work / f"direct_{label}"
+        shutil.rmtree(direct_index, ignore_errors=True)
+        d = measured_run([*vdgr_argv(), "index", str(corpus), "--index", str(direct_index), "--embedding", "hashing",
+                          "--preset", "direct", "-q"], logs / f"build_direct_{label}.log")
+        direct = {"direct_build_s": d["wall_s"], "direct_chunks_per_s": round(chunks / d["wall_s"]),
+                  "direct_driver_peak_mb": d["driver_peak_mb"],
+                  "direct_equals_default": _build_id(direct_index) == _build_id(index)}
+        shutil.rmtree(direct_index, ignore_errors=True)
     query = measure_queries(index, work, label)
     size_mb = du_mb(index)
     (work / f"corpus_{label}.stamp.json").unlink(missing_ok=True)     # the corpus is about to change
@@ -380,7 +381,7 @@ def run_size(label: str, versions: int, work: Path, check_rebuild: bool, check_m
         "update_driver_peak_mb": update["driver_peak_mb"], "update_rusage_peak_mb": update["rusage_peak_mb"],
         "build_stages_s": stages_of(logs / f"build_{label}.log"),
         "update_stages_s": stages_of(logs / f"update_{label}.log"),
-        **multiprocess,
+        **direct,
     }
     if check_rebuild:
         rebuilt = work / f"rebuild_{label}"
@@ -420,7 +421,9 @@ def query_rss(r: dict) -> str:
 
 def render(report: dict) -> str:
     """Markdown block of the scale report."""
-    lines = ["### scale (hashing embedder, in-process runner)", "",
+    lines = ["### scale (hashing embedder, default runner choice)", "",
+             "- runner: `--preset auto`, the default since e101a7c: in process below 4,000 documents, one SDK "
+             "worker process per core from there (2 here; rows measured before e101a7c ran in process)",
              f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report['commit']}",
              machine_line(report["machine"]) + " (shared with other developers; timings noisy)",
@@ -489,6 +492,13 @@ def render(report: dict) -> str:
         lines += [f"| {r['chunks']:,} | " + " | ".join(
             ", ".join(f"{k} {v}" for k, v in r.get(key, {}).items()) or "-"
             for key in ("build_stages_s", "update_stages_s")) + " |" for r in staged]
+    direct = [r for r in report["results"] if "direct_build_s" in r]
+    if direct:
+        lines += ["", "In process (`--preset direct`, one process), same corpus, same run:", "",
+                  "| chunks | build s | chunks/s | driver peak RSS MB | build id equals the default build's |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['chunks']:,} | {r['direct_build_s']} | {r['direct_chunks_per_s']} | "
+                  f"{r['direct_driver_peak_mb']:,} | {r['direct_equals_default']} |" for r in direct]
     mp = [r for r in report["results"] if "mp_build_s" in r]
     if mp:
         lines += ["", "Multi-process runner (`--preset multiprocess`, 2 workers), same corpus:", "",
@@ -506,7 +516,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "scale")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale.json")
     ap.add_argument("--check-rebuild", default="10k", help="sizes whose update is compared with a rebuild")
-    ap.add_argument("--check-multiprocess", default="", help="sizes also built with --preset multiprocess")
+    ap.add_argument("--check-direct", default="", help="sizes also built with --preset direct (in process)")
     ap.add_argument("--no-markdown", action="store_true", help="do not merge the table into BENCHMARKS.md")
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of sizes not run now from the last report (each row names its own "
@@ -539,7 +549,7 @@ def main(argv=None) -> int:
     for label in sizes:
         print(f"[bench_scale] {label} ...", flush=True)
         r = run_size(label, SIZES[label], a.work, label in a.check_rebuild.split(","),
-                     label in a.check_multiprocess.split(","))
+                     label in a.check_direct.split(","))
         results.append({**r, "command": command, "commit": commit(),
                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
         print(json.dumps(results[-1]), flush=True)
