@@ -66,6 +66,20 @@ def supported(flags: list[str]) -> tuple[list[str], list[str]]:
     return keep, dropped
 
 
+def embedding_model_of(index_args: list[str]) -> str:
+    """The model id (name, precision, call scheme) ``vdgr index ... index_args`` embeds with on
+    this host: an index built with it elsewhere, an fp32 index on a bf16 host say, is built again."""
+    import argparse
+
+    from pipelines.run_build import model_identity, with_precision
+    from runners.index_cli import add_build_arguments, build_config
+
+    parser = argparse.ArgumentParser()
+    add_build_arguments(parser)
+    args, _ = parser.parse_known_args(["corpus", "--index", "index", *index_args])
+    return model_identity(with_precision(build_config(args)))[0]
+
+
 def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) -> dict:
     """Build ``index`` from ``corpus`` unless a committed index of the same corpus and
     arguments, index format and content rules is there already.
@@ -90,7 +104,8 @@ def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) ->
     # an index of an older format (manifest, layouts or BM25 shards), made under other content rules or
     # with other default build settings (a new setting such as title_entities) is built again
     defaults = BuildConfig(corpus="", index="").settings()
-    key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args), "index_format": FORMAT_VERSION,
+    key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args),
+           "embedding_model": embedding_model_of(index_args), "index_format": FORMAT_VERSION,
            "layout_format": LAYOUT_FORMAT, "shard_schema": SHARD_SCHEMA, "content_rules": content_rules(),
            "default_settings": hashlib.sha256(json.dumps(defaults, sort_keys=True).encode()).hexdigest()[:16]}
     stamp = index.parent / f"{index.name}.stamp.json"     # beside the index, not inside it

@@ -42,3 +42,13 @@ def test_index_is_reused_when_corpus_is_unchanged(results, tmp_path):
     info = ensure_index(src, tmp_path / "index", ["--embedding", "hashing"], tmp_path / "a.log")
     again = ensure_index(src, tmp_path / "index", ["--embedding", "hashing"], tmp_path / "b.log")
     assert not info["reused"] and again["reused"]
+
+
+def test_an_index_embedded_otherwise_is_built_again(tmp_path, monkeypatch):
+    """The stamp names the model id the arguments resolve to on this host: an index built where
+    ``auto`` meant another precision is not reused."""
+    src = REPO / "examples" / "corpus"
+    assert ensure_index(src, tmp_path / "index", ["--embedding", "hashing"], tmp_path / "a.log")["embedding_model"] \
+        == "hashing:v1:384"
+    monkeypatch.setattr("bench.vdgr_cli.embedding_model_of", lambda args: "hashing:v0:384")
+    assert not ensure_index(src, tmp_path / "index", ["--embedding", "hashing"], tmp_path / "b.log")["reused"]
