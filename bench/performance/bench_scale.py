@@ -499,13 +499,6 @@ def render(report: dict) -> str:
                   "|---|---|---|---|---|"]
         lines += [f"| {r['chunks']:,} | {r['direct_build_s']} | {r['direct_chunks_per_s']} | "
                   f"{r['direct_driver_peak_mb']:,} | {r['direct_equals_default']} |" for r in direct]
-    mp = [r for r in report["results"] if "mp_build_s" in r]
-    if mp:
-        lines += ["", "Multi-process runner (`--preset multiprocess`, 2 workers), same corpus:", "",
-                  "| chunks | build s | driver peak RSS MB | worker peak RSS MB | build id equals in-process |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {r['chunks']:,} | {r['mp_build_s']} | {r['mp_driver_peak_mb']:,} | {r['mp_worker_peak_mb']:,} | "
-                  f"{r['mp_equals_in_process']} |" for r in mp]
     return "\n".join(lines) + "\n"
 
 
