@@ -68,3 +68,15 @@ def test_a_fetch_names_a_file_missing_from_a_published_folder(s3, tmp_path):
         loc.fetch_folder("layout/net/def", str(tmp_path / "copy"))
     with pytest.raises(IndexError_, match="no _complete.json"):
         loc.fetch_folder("layout/net/none", str(tmp_path / "copy2"))
+
+
+def test_missing_files_are_written_and_present_ones_left_as_they_are(s3):
+    loc = IndexLocation(f"s3://{BUCKET}/index")
+    loc.write_whole("vectors/net/a.npy", b"kept")
+    files = {f"vectors/net/{c}.npy": c.encode() * 10 for c in "abcdefghij"}
+    assert loc.write_missing(files) == 9
+    assert loc.read_bytes("vectors/net/a.npy") == b"kept"        # content-addressed: not sent again
+    assert all(loc.read_bytes(rel) == data for rel, data in files.items() if not rel.endswith("/a.npy"))
+    assert loc.write_missing(files) == 0
+    # one file system per URI and AWS environment, however many locations are made
+    assert IndexLocation(f"s3://{BUCKET}/index")._fs is loc._fs

@@ -323,6 +323,10 @@ class BlocksWritten:
     reused: int               # blocks named after the previous layout's, not read or written
 
 
+#: blocks sent to an object store together, several at once (``IndexLocation.write_missing``)
+UPLOAD_GROUP = 32
+
+
 def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: BlockAssignment) -> BlocksWritten:
     """Write the blocks of ``vectors`` under ``assignment`` that do not exist yet.
 
@@ -338,6 +342,7 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
     if folder is not None:
         os.makedirs(folder, exist_ok=True)
     names, pending, placed, written = [], {}, set(), 0          # pending: temporary file -> final path
+    uploads: dict[str, bytes] = {}                               # object store: rel -> bytes, sent in groups
     try:
         for b in range(assignment.k):
             rows = assignment.rows(b)
@@ -352,9 +357,10 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
             names.append(name)
             rel = block_rel(domain, name)
             if folder is None:
-                if not loc.exists(rel):
-                    loc.write_whole(rel, data)
-                    written += 1
+                uploads[rel] = data
+                if len(uploads) >= UPLOAD_GROUP:
+                    written += loc.write_missing(uploads)
+                    uploads = {}
                 continue
             final = os.path.join(folder, f"{name}.npy")
             if final in placed or os.path.exists(final):
@@ -364,6 +370,8 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
                 f.write(data)
             pending[tmp] = final
             placed.add(final)
+        if uploads:
+            written += loc.write_missing(uploads)
         if folder is not None and pending:
             # durable under temporary names first: a block in place is always whole, so a
             # later run may name it without reading it
