@@ -86,24 +86,21 @@ def _duration(seconds: float) -> str:
 
 
 class BuildProgress:
-    """Thread-safe counters of one build in this process.
-
-    ``workers``: called by :meth:`snapshot` for the (parsed, queued, embedded) counts of worker
-    processes (:func:`worker_counts`), added to this process's own; None: none.
-    """
+    """Thread-safe counters of one build in this process; :meth:`snapshot` adds the counts of
+    worker processes while :func:`counting_workers` is active."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
         self._on_count: Callable[[], None] = _publish_if_worker
+        #: the (parsed, queued, embedded) counts of worker processes (:func:`worker_counts`)
+        self._workers: Optional[Callable[[], tuple[int, int, int]]] = None
         self.start(0)
 
-    def start(self, documents_total: int,
-              workers: Optional[Callable[[], tuple[int, int, int]]] = None) -> None:
+    def start(self, documents_total: int) -> None:
         with self._lock:
             self._total, self._parsed, self._queued, self._embedded = documents_total, 0, 0, 0
             self._t0, self._first_embed = self._clock(), None
-            self._workers = workers
 
     def parsed(self, documents: int = 1) -> None:
         with self._lock:
