@@ -51,8 +51,9 @@ class EmbeddingConfig(_Frozen):
     batch_size: int = Field(default=64, ge=1, le=4096)
     # minilm: the numerics of stored vectors. "auto" is bf16 where the CPU computes bf16 natively
     # (AVX512-BF16 or AMX), float32 elsewhere; a build records the precision it resolved, so an
-    # update keeps the index's vectors on any host (vdgr_core.embedding.resolve_precision)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # update keeps the index's vectors on any host (vdgr_core.embedding.resolve_precision);
+    # "int8": weight products in int8 with each row scaled on its own (a BERT folder only)
+    precision: Literal["auto", "fp32", "bf16", "int8"] = "auto"
 
     @model_validator(mode="before")
     @classmethod
@@ -79,7 +80,7 @@ class EmbeddingConfig(_Frozen):
         fields: dict = {"kind": kind if kind in ("minilm", "openai", "hashing") else "minilm", "dim": dim}
         if fields["kind"] == "minilm":       # minilm:<name>:<precision>[:<call scheme>]
             parts = rest.split(":")
-            fields["precision"] = parts[1] if len(parts) > 1 and parts[1] in ("fp32", "bf16") else "bf16"
+            fields["precision"] = parts[1] if len(parts) > 1 and parts[1] in ("fp32", "bf16", "int8") else "bf16"
         fields.update({k: v for k, v in given.items() if v is not None})
         if fields["kind"] != "minilm":
             fields.pop("precision", None)

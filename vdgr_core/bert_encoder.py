@@ -4,6 +4,7 @@ all-MiniLM-L6-v2 is a 6-layer BERT. Running it through ``transformers`` means im
 package (~2 s in every process that embeds, more than the model's own load); this module does the
 same forward pass with a dozen torch operations, the ``tokenizers`` library and the folder's
 ``model.safetensors``. tests/vdgr_core/test_bert_encoder.py checks it against ``transformers``.
+``vdgr_core.bert_int8`` runs the same pass with its weight products in int8.
 """
 from __future__ import annotations
 

@@ -204,10 +204,10 @@ LENGTH_STEP = 16
 #: length is filled up to this, so larger calls waste more on a request's tails; 512 / 1,024
 #: were the fastest of 512-4,096 on requests of 64 and 600 of bench_embed's chunk texts (hand
 #: runs, docs/DECISIONS.md)
-CALL_TOKENS = {"fp32": 512, "bf16": 1024}
+CALL_TOKENS = {"fp32": 512, "bf16": 1024, "int8": 512}
 #: rows of a packed call (PACKED_SCHEME) by precision: texts are packed end to end, first fit
 #: by decreasing length, and the last call of a request is filled up to this
-PACK_TOKENS = {"fp32": 1024, "bf16": 1024}
+PACK_TOKENS = {"fp32": 1024, "bf16": 1024, "int8": 1024}
 
 _log = logging.getLogger("vdgr.embedding")
 
@@ -261,7 +261,7 @@ class MiniLMEmbedder:
             torch.set_num_threads(cores)
         self._torch = torch
         self._pooling, self._normalize, self._max_len = _st_modules(path)
-        self._model = _load_transformer(path, self._max_len)
+        self._model = _load_transformer(path, self._max_len, config.precision)
         if self._model.hidden_size != config.dim:
             raise ConfigError(f"model {name} has dimension {self._model.hidden_size}, "
                               f"configuration says {config.dim}")
@@ -298,7 +298,7 @@ class MiniLMEmbedder:
             torch.set_num_threads(1)
         try:
             with torch.inference_mode():
-                out = np.concatenate([self._encode(*self._tensors([ids], len(ids)))
+                out = np.concatenate([self._encode(*self._tensors([ids], len(ids)), self._model.query_forward)
                                       for ids in self._model.token_ids(list(texts))])
         finally:
             if small:
@@ -424,8 +424,9 @@ class MiniLMEmbedder:
             mask[r, :len(row)] = 1
         return tok, mask
 
-    def _encode(self, ids, attention_mask) -> np.ndarray:
-        hidden = self._model.forward(ids, attention_mask).float()
+    def _encode(self, ids, attention_mask, forward: Optional[Callable] = None) -> np.ndarray:
+        """Pooled vectors of padded ``ids`` by ``forward`` (default: the stored vectors' pass)."""
+        hidden = (forward or self._model.forward)(ids, attention_mask).float()
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         if self._pooling == "cls":
             pooled = hidden[:, 0]
@@ -444,16 +445,21 @@ def _cpu_line() -> str:
 
 class _Transformer:
     """A model folder's tokenizer and encoder: ``token_ids(texts)`` (truncated, unpadded),
-    ``forward(ids, mask)`` -> last hidden states, ``pad_id`` and ``hidden_size``."""
+    ``forward(ids, mask)`` -> last hidden states in the stored vectors' precision,
+    ``query_forward`` the same in float32 (queries), ``packed`` (:meth:`BertEncoder.packed`
+    or None), ``pad_id`` and ``hidden_size``."""
 
     def __init__(self, token_ids: Callable, forward: Callable, pad_id: int, hidden_size: int,
-                 packed: Optional[Callable] = None):
+                 packed: Optional[Callable] = None, query_forward: Optional[Callable] = None):
         self.token_ids, self.forward, self.packed = token_ids, forward, packed
+        self.query_forward = query_forward or forward
         self.pad_id, self.hidden_size = pad_id, hidden_size
 
 
-def _load_transformer(path: Path, max_len: int) -> _Transformer:
-    """The model in ``path``: the plain-torch BERT encoder when it is one, else transformers'."""
+def _load_transformer(path: Path, max_len: int, precision: str = "fp32") -> _Transformer:
+    """The model in ``path``: the plain-torch BERT encoder when it is one, else transformers'.
+    ``precision="int8"`` runs the stored vectors' weight products in int8
+    (:class:`vdgr_core.bert_encoder.Int8BertEncoder`; a BERT folder only)."""
     import torch
 
     if _plain_bert(path):
@@ -467,10 +473,20 @@ def _load_transformer(path: Path, max_len: int) -> _Transformer:
         def bert_ids(texts: list[str]) -> list[list[int]]:
             return [e.ids for e in tokenizer.encode_batch(texts)]
 
-        def bert_forward(ids, mask):
-            return encoder(ids, mask, torch.zeros_like(ids))
+        stored = encoder
+        if precision == "int8":
+            from vdgr_core.bert_int8 import CALIBRATION_TEXTS, Int8BertEncoder
 
-        return _Transformer(bert_ids, bert_forward, pad_id, encoder.hidden_size, encoder.packed)
+            stored = Int8BertEncoder(encoder, bert_ids(list(CALIBRATION_TEXTS)))
+
+        def forward_of(model):
+            return lambda ids, mask: model(ids, mask, torch.zeros_like(ids))
+
+        return _Transformer(bert_ids, forward_of(stored), pad_id, encoder.hidden_size, stored.packed,
+                            query_forward=forward_of(encoder))
+    if precision == "int8":
+        raise ConfigError(f"{path}: int8 embeddings need a BERT folder the plain-torch encoder runs "
+                          "(config.json model_type bert, model.safetensors, tokenizer.json)")
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

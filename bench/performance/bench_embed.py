@@ -9,8 +9,9 @@ The texts are real benchmark chunks of several lengths: MuSiQue passages and S10
 default 200 tokens), each embedded as the build embeds it (heading path, then text). Every
 configuration embeds the same texts in the same process, best of ``--repeats``:
 
-- vdgr, each precision this host can run (float32; bf16 also where the CPU has it natively,
-  and emulated otherwise so its cost shows), with the reproducible packed calls (the default:
+- vdgr, each precision: float32, bf16 (native where the CPU has it, emulated otherwise so its
+  cost shows) and int8 (weight products in int8, each row scaled on its own; oneDNN's integer
+  kernels, which the AVX2 cap below caps too), with the reproducible packed calls (the default:
   texts end to end in calls of one row count), the earlier reproducible fixed-shape calls
   (padded lengths; what a model run through transformers still uses) and the unconstrained
   batching a library does (``batch_size`` 32 texts padded to the longest), the cost of
@@ -108,12 +109,12 @@ def run(n_texts: int, repeats: int, onnx: bool = True) -> dict:
     st_s, st_vecs = _best(lambda: st.encode(texts, batch_size=32, normalize_embeddings=True,
                                            convert_to_numpy=True), repeats)
     rows.append({"name": "sentence-transformers fp32, batch_size=32", "seconds": st_s, "max_cos_dist": 0.0})
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", "bf16", "int8"):
         emb = MiniLMEmbedder(EmbeddingConfig(precision=precision, batch_size=32))
         for batching in ("packed", "fixed", "free"):
             emb.batching = batching
             s, vecs = _best(lambda: emb.embed(texts), repeats)
-            native = precision == "fp32" or host_precision() == "bf16"
+            native = precision != "bf16" or host_precision() == "bf16"
             rows.append({
                 "name": f"vdgr {precision}{'' if native else ' (emulated)'}, {_BATCHING[batching]}",
                 "precision": precision, "batching": batching, "seconds": s,

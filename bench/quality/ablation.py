@@ -1,7 +1,7 @@
 """Ablation of the query method on every benchmark set, development and test halves apart.
 
 ``python -m bench.quality.ablation [--sets s10,s10_long,musique,dcd,dcd_natural,emanual_named]
-[--configs bm25,full,...] [--embedding-precision fp32|bf16] [--check] [--write]``
+[--configs bm25,full,...] [--embedding-precision fp32|bf16|int8] [--check] [--write]``
 
 For each set: convert the shared data (:mod:`bench.prepare.datasets`), build the index with the real
 ``vdgr index`` when its corpus or arguments changed (:func:`bench.vdgr_cli.ensure_index`),
@@ -75,7 +75,7 @@ SETS: dict[str, EvalSet] = {s.name: s for s in (
 
 
 def with_precision(es: EvalSet, precision: str) -> EvalSet:
-    """``es`` with its index built at ``precision`` (``fp32`` or ``bf16``) in its own work folder.
+    """``es`` with its index built at ``precision`` (``fp32``, ``bf16`` or ``int8``) in its own work folder.
 
     Parameters
     ----------
@@ -436,7 +436,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--check", action="store_true", help="exit 1 when full trails the best single route")
     ap.add_argument("--write", action="store_true", help="write bench/out/ablation.json and BENCHMARKS.md")
-    ap.add_argument("--embedding-precision", choices=["fp32", "bf16"],
+    ap.add_argument("--embedding-precision", choices=["fp32", "bf16", "int8"],
                     help="build every set's index at this precision, in work folders <work>_<precision> "
                          "(default: the host's `auto` precision, in the usual folders)")
     a = ap.parse_args(argv)

