@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vdgr_core.bert_int8 import WEIGHT_QMAX, int8_linear, quantize_weight
+from vdgr_core.bert_int8 import INT8_PRODUCTS, WEIGHT_QMAX, int8_linear, quantize_weight
 
 
 def _weight(seed: int = 7, out: int = 96, width: int = 1536):
@@ -69,7 +69,8 @@ def test_int8_encoder_shares_the_float_weights_and_stays_close():
     tokenizer.no_padding()
     encoder = BertEncoder(folder)
     int8 = Int8BertEncoder(encoder, [e.ids for e in tokenizer.encode_batch(list(CALIBRATION_TEXTS))])
-    assert int8.w is encoder.w and len(int8.quantized) == 4 * encoder.layers
+    assert int8.w is encoder.w and len(int8.quantized) == len(INT8_PRODUCTS) * encoder.layers
+    assert all(name.split(".", 3)[3] in INT8_PRODUCTS for name in int8.quantized)   # FFN output: float
     ids = torch.tensor(tokenizer.encode("Hold RESET for 10 seconds until the LED blinks amber.").ids)
     with torch.inference_mode():
         want = encoder.packed(ids, [(0, len(ids))]).mean(0)
