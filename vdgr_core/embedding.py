@@ -245,7 +245,8 @@ class MiniLMEmbedder:
     Notes
     -----
     Never downloads. torch's intra-op thread count is raised to the number of usable cores if
-    it is lower. Stored vectors are reproducible: see :meth:`calls`.
+    it is lower, and the process keeps freed heap pages (:func:`vdgr_core.memory.keep_freed_memory`).
+    Stored vectors are reproducible: see :meth:`calls`.
     """
 
     def __init__(self, config: EmbeddingConfig):
@@ -257,6 +258,9 @@ class MiniLMEmbedder:
         path, name = _model_folder(config), _minilm_name(config)
         if not (path / "config.json").is_file():
             raise ConfigError(f"no sentence-transformers model in {path}")
+        from vdgr_core.memory import keep_freed_memory
+
+        keep_freed_memory()         # a pass's temporaries reuse heap pages (vdgr_core.memory)
         cores = _available_cores()
         if torch.get_num_threads() < cores:
             torch.set_num_threads(cores)

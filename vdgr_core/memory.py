@@ -1,10 +1,12 @@
-"""Giving freed memory back to the system between the driver's large steps."""
+"""How a process hands freed memory back to the system: between the driver's large steps, and
+never in the middle of the model's matrix products."""
 from __future__ import annotations
 
 import ctypes
 import gc
 
-import pyarrow as pa
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
 def release_unused_memory(collect: bool = True) -> None:
@@ -22,6 +24,8 @@ def release_unused_memory(collect: bool = True) -> None:
         driver at 1M chunks, so a step repeated per domain skips it (reference counting has
         already freed that domain's rows).
     """
+    import pyarrow as pa
+
     if collect:
         gc.collect()
     try:
@@ -34,4 +38,27 @@ def release_unused_memory(collect: bool = True) -> None:
         pass
 
 
-__all__ = ["release_unused_memory"]
+def keep_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 256 << 20) -> bool:
+    """Keep freed blocks of up to ``mmap_threshold`` bytes in the heap, and up to
+    ``trim_threshold`` bytes free at its top, instead of handing them back to the system.
+
+    A model pass allocates and frees temporaries of 1-6 MB per product; with glibc's defaults each
+    came from fresh pages of the system: embedding 600 bench_embed texts cost 3.7 million minor
+    page faults, against 81 thousand with these settings, and ran 1.07x (float32) to 1.2x (int8)
+    faster at the same peak memory (581 vs 589 MB; hand runs capped at AVX2). Called by the
+    processes that load the local model. :func:`release_unused_memory` still trims explicitly.
+
+    Returns
+    -------
+    bool
+        True when both settings took (glibc); False elsewhere, where nothing changes.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(
+            libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+__all__ = ["keep_freed_memory", "release_unused_memory"]
