@@ -98,10 +98,12 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
     with IndexLock(config.index, "vdgr index", config.lock_timeout_s) as lock:
         say(f"scanning {config.corpus}")
         scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
+        outside = len(scan.outside_domains)
         say(f"found {plural(len(scan.tasks), 'document')} in "
             f"{plural(len({t.domain for t in scan.tasks}), 'domain')}"
-            f" ({plural(len(scan.skipped) - len(scan.rejected), 'file')} of unsupported types,"
-            f" {len(scan.rejected):,d} refused by the scan)")
+            f" ({plural(len(scan.skipped) - len(scan.rejected) - outside, 'file')} of unsupported types,"
+            + (f" {outside:,d} outside every domain folder," if outside else "")
+            + f" {len(scan.rejected):,d} refused by the scan)")
         return execute_build(config, scan, beam_args, say, guard=lock, t0=t0)
 
 

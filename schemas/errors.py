@@ -11,6 +11,7 @@ class DeadLetterReason(str, enum.Enum):
     TRUNCATED = "truncated"
     TOO_LARGE = "too_large"
     UNSUPPORTED = "unsupported_format"
+    OUTSIDE_DOMAIN = "outside_domain"  # a file directly in the corpus root, in no domain folder
     PARSE_ERROR = "parse_error"
     READ_ERROR = "read_error"
     NO_CONTENT = "no_content"

@@ -37,13 +37,19 @@ class CorpusScan:
     def _rejected_by_path(self) -> dict[str, DeadLetter]:
         return {d.rel_path: d for d in self.rejected}
 
+    @cached_property
+    def outside_domains(self) -> tuple[str, ...]:
+        """Skipped files directly in the root (in no domain folder) that the scan did not refuse."""
+        return tuple(p for p in self.skipped if "/" not in p and p not in self._rejected_by_path)
+
     def dead_letter(self, rel_path: str) -> DeadLetter:
-        """The dead letter of a skipped path: its scan rejection, or an unsupported format."""
+        """The dead letter of a skipped path: its scan rejection, a file in no domain folder, or
+        an unsupported format."""
         found = self._rejected_by_path.get(rel_path)
         if found is not None:
             return found
         if "/" not in rel_path:
-            return DeadLetter(rel_path, "", DeadLetterReason.UNSUPPORTED.value,
+            return DeadLetter(rel_path, "", DeadLetterReason.OUTSIDE_DOMAIN.value,
                               "file at the corpus root is outside every domain folder")
         return DeadLetter(rel_path, rel_path.split("/", 1)[0], DeadLetterReason.UNSUPPORTED.value,
                           "no parser for this file type")

@@ -36,6 +36,11 @@ def test_tasks_sorted_and_skipped(corpus):
         "hr/policies/leave.txt", "net/routers/setup.rst", "net/routers/x2/Specs.HTML",
         "net/routers/x2/reset.md", "net/top.md"]
     assert scan.skipped == ("README.md", "net/routers/image.png")
+    # a file in no domain folder says so, in its own reason; a file of another type, its own
+    assert scan.outside_domains == ("README.md",)
+    assert (scan.dead_letter("README.md").reason, scan.dead_letter("README.md").domain) == ("outside_domain", "")
+    assert (scan.dead_letter("net/routers/image.png").reason,
+            scan.dead_letter("net/routers/image.png").domain) == ("unsupported_format", "net")
 
 
 def test_domain_collection_folder_titles(corpus):
