@@ -15,7 +15,6 @@ and reports the ratio build / embed-alone (goal: at most 1.5). Writes bench/out/
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import sys

@@ -15,7 +15,6 @@ figure). Writes bench/out/update.json.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys

@@ -43,7 +43,6 @@ import json
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 import unicodedata
 from collections import Counter
