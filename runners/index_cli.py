@@ -43,7 +43,7 @@ def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool =
     p.add_argument("--embedding-precision", choices=["auto", "fp32", "bf16", "int8"], default=default("auto"),
                    help="numerics of the local model's stored vectors; auto: bf16 where the CPU computes it "
                         "natively (AVX512-BF16 or AMX), fp32 elsewhere; int8: weight products in int8 "
-                        "(faster, vectors within ~1e-2 cosine of fp32); the index records what it resolved to"
+                        "(faster, vectors within 3e-3 cosine of fp32); the index records what it resolved to"
                         + note)
     p.add_argument("--title-entities", action=argparse.BooleanOptionalAction, default=default(True),
                    help="link every chunk to the entities its section title names (default: on)" + note)
