@@ -159,5 +159,5 @@ class Int8BertEncoder(BertEncoder):
         return int8_linear(x, weight, self.w[f"{name}.bias"])
 
 
-__all__ = ["ACTIVATION_QMAX", "CALIBRATION_TEXTS", "Int8BertEncoder", "Int8Weight", "SMOOTHING_ALPHA",
-           "WEIGHT_QMAX", "int8_linear", "quantize_weight"]
+__all__ = ["ACTIVATION_QMAX", "CALIBRATION_TEXTS", "INT8_PRODUCTS", "Int8BertEncoder", "Int8Weight",
+           "SMOOTHING_ALPHA", "WEIGHT_QMAX", "int8_linear", "quantize_weight"]
