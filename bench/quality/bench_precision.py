@@ -2,15 +2,21 @@
 
 One command::
 
-    .venv/bin/python -m bench.quality.bench_precision [--precisions fp32,int8] [--sets ...] [--no-markdown]
+    .venv/bin/python -m bench.quality.bench_precision [--precisions fp32,bf16,int8] [--sets ...] [--no-markdown]
 
 Every set of :mod:`bench.quality.ablation` is indexed once per precision (``vdgr index
 --embedding-precision P``, work folders ``<set>_<P>``) and asked under the single dense route,
 route 1 (``hybrid``) and the default configuration (``full``). The table gives each set's primary
-metric at 5 (R@5; passage recall@5 on MuSiQue; value@5 on DCD) per half and the difference of each
-precision to the first one. A precision may replace the first as a default only where no
-development half loses more than :data:`MAX_DEV_LOSS` (issue 27's rule); the verdict line says
-which do. Writes bench/out/precision.json and the ``precision`` block of BENCHMARKS.md.
+metric at 5 (R@5; passage recall@5 on MuSiQue; value@5 on DCD) per half, the difference of each
+precision to the first one, and how many questions of each half scored lower / higher than under
+the first: on 24 to 52 questions a half, one passage of one question moves the metric by 0.5 to 4
+points, so the counts say whether a difference is one rank flip or many.
+
+A precision may replace the first as a default only where no development half of the
+configurations a user runs (:data:`GATED`: the default configuration and route 1) loses more than
+:data:`MAX_DEV_LOSS` (issue 27's rule); the single dense route is an ablation row, reported, not
+gated. The verdict line says which precisions pass. Writes bench/out/precision.json and the
+``precision`` block of BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -20,32 +26,65 @@ import sys
 
 from bench.common import REPO
 from bench.prepare.splits import HALVES
-from bench.quality.ablation import SETS, run_set, with_precision, write_report
+from bench.quality.ablation import (SETS, aggregate_halves, answer_questions, configs, open_set, with_precision,
+                                    write_report)
 from bench.report.markdown import machine_line
 from bench.report.provenance import commit, machine
 
 CONFIGS = ("dense", "hybrid", "full")
+#: the configurations a user runs (route 1 and the default): the only rows the rule gates
+GATED = ("hybrid", "full")
 #: the most a development half's primary metric at 5 may lose for a precision to be a default
 MAX_DEV_LOSS = 0.005
 
 
-def run(precisions: list[str], sets: list[str], work) -> dict:
-    """``{set: {precision: run_set(...) result}}`` plus the header facts."""
-    out: dict = {"kind": "precision", "precisions": precisions, "configs": list(CONFIGS), "sets": {}}
-    for name in sets:
-        out["sets"][name] = {p: run_set(with_precision(SETS[name], p), work, set(CONFIGS)) for p in precisions}
+def run_set_precision(es, work) -> dict:
+    """:data:`CONFIGS` over every question of ``es``: aggregates per half, and each question's
+    primary metric at 5 in question order (``scores[config][half]``)."""
+    from vdgr_core.query.knowledge_base import KnowledgeBase
+
+    opened = open_set(es, work)
+    key = f"{es.primary}@5"
+    out: dict = {"configs": {}, "scores": {}, "embedding_model": opened.embedder.model_id}
+    vectors = None            # one VectorSearch for every configuration
+    for name, over in configs(opened.default.routes):
+        if name not in CONFIGS:
+            continue
+        kb = KnowledgeBase(opened.reader, opened.data, opened.default.model_copy(update=over),
+                           opened.embedder, vectors=vectors)
+        vectors = kb.vectors
+        scores = answer_questions(kb, opened.questions, opened.ds)
+        out["configs"][name] = aggregate_halves(scores)
+        out["scores"][name] = {h: [s.get(key) or 0.0 for s in scores[h]] for h in HALVES}
+        print(f"[precision] {es.name} / {es.work} / {name}: {key} dev "
+              f"{out['configs'][name]['dev'].get(key)} test {out['configs'][name]['test'].get(key)}", flush=True)
     return out
 
 
+def run(precisions: list[str], sets: list[str], work) -> dict:
+    """``{set: {precision: run_set_precision(...) result}}`` plus the header facts."""
+    out: dict = {"kind": "precision", "precisions": precisions, "configs": list(CONFIGS),
+                 "gated": list(GATED), "sets": {}}
+    for name in sets:
+        out["sets"][name] = {p: run_set_precision(with_precision(SETS[name], p), work) for p in precisions}
+    return out
+
+
+def changed(base: list[float], other: list[float]) -> tuple[int, int]:
+    """(questions that scored lower, questions that scored higher) in ``other`` than in ``base``,
+    question by question."""
+    return sum(b < a for a, b in zip(base, other)), sum(b > a for a, b in zip(base, other))
+
+
 def losses(report: dict) -> dict[str, list[str]]:
-    """Per precision after the first: the (set, configuration) rows whose development half
-    lost more than :data:`MAX_DEV_LOSS` against the first precision."""
+    """Per precision after the first: the (set, configuration) rows of :data:`GATED` whose
+    development half lost more than :data:`MAX_DEV_LOSS` against the first precision."""
     base, *others = report["precisions"]
     bad: dict[str, list[str]] = {p: [] for p in others}
     for name, by_p in report["sets"].items():
         key = f"{SETS[name].primary}@5"
         for p in others:
-            for c in CONFIGS:
+            for c in report.get("gated", GATED):
                 delta = by_p[p]["configs"][c]["dev"][key] - by_p[base]["configs"][c]["dev"][key]
                 if delta < -MAX_DEV_LOSS:
                     bad[p].append(f"{name} / {c} ({100 * delta:+.1f})")
@@ -54,26 +93,35 @@ def losses(report: dict) -> dict[str, list[str]]:
 
 def render(report: dict) -> str:
     base, *others = report["precisions"]
+    gated = report.get("gated", list(GATED))
     lines = ["### precision", "", f"- command: `{report['command']}`",
              f"- date: {report['date']}; commit: {report.get('commit') or 'unknown'}",
              machine_line(report["machine"]),
              "- each set indexed once per precision; primary metric at 5 (R@5, MuSiQue passage recall@5, "
              "DCD value@5), development / test halves by sha256(question id); differences against "
-             f"{base}", ""]
+             f"{base}, and the questions of each half that scored lower / higher than under {base}; "
+             f"gated (the rule): {', '.join(gated)}", ""]
     head = " | ".join(f"{p} dev / test" for p in report["precisions"])
-    diffs = " | ".join(f"{p} - {base} dev / test" for p in others)
+    diffs = " | ".join(f"{p} - {base} dev / test | {p}: questions lower / higher, dev; test" for p in others)
     lines += [f"| set | configuration | {head} | {diffs} |",
-              "|---|---|" + "---|" * (len(report["precisions"]) + len(others))]
+              "|---|---|" + "---|" * (len(report["precisions"]) + 2 * len(others))]
     for name, by_p in report["sets"].items():
         key = f"{SETS[name].primary}@5"
         for c in CONFIGS:
             vals = {p: [100 * by_p[p]["configs"][c][h][key] for h in HALVES] for p in report["precisions"]}
             cells = " | ".join(" / ".join(f"{v:.1f}" for v in vals[p]) for p in report["precisions"])
-            delta = " | ".join(" / ".join(f"{a - b:+.1f}" for a, b in zip(vals[p], vals[base])) for p in others)
-            lines.append(f"| {name} | {c} | {cells} | {delta} |")
+            parts = []
+            for p in others:
+                delta = " / ".join(f"{a - b:+.1f}" for a, b in zip(vals[p], vals[base]))
+                scores = by_p[p].get("scores", {}).get(c)
+                counts = "; ".join("%d / %d" % changed(by_p[base]["scores"][c][h], scores[h])
+                                   for h in HALVES) if scores else "-"
+                parts.append(f"{delta} | {counts}")
+            label = c if c in gated else f"{c} (not gated)"
+            lines.append(f"| {name} | {label} | {cells} | {' | '.join(parts)} |")
     lines.append("")
     for p, bad in report["losses"].items():
-        lines.append(f"Verdict for {p}: " + ("no development half loses more than "
+        lines.append(f"Verdict for {p}: " + (f"no development half of {', '.join(gated)} loses more than "
                                              f"{100 * MAX_DEV_LOSS:.1f} point; it may be a default."
                                              if not bad else "not a default; development halves that lose more "
                                              f"than {100 * MAX_DEV_LOSS:.1f} point: " + "; ".join(bad) + "."))
@@ -82,7 +130,7 @@ def render(report: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--precisions", default="fp32,int8", help="comma-separated; the first is the reference")
+    ap.add_argument("--precisions", default="fp32,bf16,int8", help="comma-separated; the first is the reference")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--work", default=str(REPO / "bench" / "work"))
     ap.add_argument("--no-markdown", action="store_true")

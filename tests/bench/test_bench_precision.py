@@ -8,7 +8,9 @@ def _half(value: float) -> dict:
 
 def _report(int8_dev: float) -> dict:
     def result(dev: float, test: float) -> dict:
-        return {"configs": {c: {"dev": _half(dev), "test": _half(test)} for c in bp.CONFIGS}}
+        # one question of each half carries the whole difference
+        return {"configs": {c: {"dev": _half(dev), "test": _half(test)} for c in bp.CONFIGS},
+                "scores": {c: {"dev": [1.0, dev], "test": [1.0, test]} for c in bp.CONFIGS}}
 
     return {"precisions": ["fp32", "int8"], "command": "python -m bench.quality.bench_precision",
             "date": "2026-12-04 00:00 UTC", "commit": "abc1234", "machine": {"uname": "x", "cpus": 2},
@@ -19,7 +21,20 @@ def _report(int8_dev: float) -> dict:
 def test_a_development_loss_over_half_a_point_rules_a_precision_out():
     assert bp.losses(_report(0.697)) == {"int8": []}                     # -0.3 point: allowed
     bad = bp.losses(_report(0.6939))["int8"]
-    assert bad == [f"musique / {c} (-0.6)" for c in bp.CONFIGS]
+    assert bad == [f"musique / {c} (-0.6)" for c in bp.GATED]
+
+
+def test_only_the_configurations_a_user_runs_are_gated():
+    report = _report(0.70)
+    report["sets"]["musique"]["int8"]["configs"]["dense"]["dev"] = _half(0.68)   # an ablation row
+    assert bp.losses(report) == {"int8": []}
+    report["sets"]["musique"]["int8"]["configs"]["hybrid"]["dev"] = _half(0.68)  # route 1
+    assert bp.losses(report) == {"int8": ["musique / hybrid (-2.0)"]}
+
+
+def test_questions_that_changed_are_counted_one_by_one():
+    assert bp.changed([1.0, 0.5, 0.5, 0.0], [1.0, 0.0, 1.0, 0.0]) == (1, 1)
+    assert bp.changed([0.5, 0.5], [0.5, 0.5]) == (0, 0)
 
 
 def test_the_table_shows_both_halves_and_the_difference(monkeypatch):
@@ -27,5 +42,7 @@ def test_the_table_shows_both_halves_and_the_difference(monkeypatch):
     report = _report(0.6939)
     report["losses"] = bp.losses(report)
     text = bp.render(report)
-    assert "| musique | full | 70.0 / 69.0 | 69.4 / 70.0 | -0.6 / +1.0 |" in text
-    assert "Verdict for int8: not a default" in text and "musique / dense (-0.6)" in text
+    assert "| musique | full | 70.0 / 69.0 | 69.4 / 70.0 | -0.6 / +1.0 | 1 / 0; 0 / 1 |" in text
+    assert "| musique | dense (not gated) |" in text
+    assert "Verdict for int8: not a default" in text and "musique / full (-0.6)" in text
+    assert "musique / dense" not in text.split("Verdict")[1]
