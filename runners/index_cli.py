@@ -42,8 +42,9 @@ def add_build_arguments(p: argparse.ArgumentParser, *, recorded_defaults: bool =
     p.add_argument("--batch-size", type=int, default=default(EmbeddingConfig().batch_size), help=note or None)
     p.add_argument("--embedding-precision", choices=["auto", "fp32", "bf16", "int8"], default=default("auto"),
                    help="numerics of the local model's stored vectors; auto: bf16 where the CPU computes it "
-                        "natively (AVX512-BF16 or AMX), fp32 elsewhere; int8: weight products in int8 "
-                        "(faster, vectors within 3e-3 cosine of fp32); the index records what it resolved to"
+                        "natively (AVX512-BF16 or AMX), else int8 on x86 with AVX2, else fp32; int8: weight "
+                        "products in int8 (faster, vectors within 3e-3 cosine of fp32); the index records "
+                        "what it resolved to"
                         + note)
     p.add_argument("--title-entities", action=argparse.BooleanOptionalAction, default=default(True),
                    help="link every chunk to the entities its section title names (default: on)" + note)

@@ -50,9 +50,10 @@ class EmbeddingConfig(_Frozen):
     # the local model's calls have a shape fixed by token count, so vectors never depend on it
     batch_size: int = Field(default=64, ge=1, le=4096)
     # minilm: the numerics of stored vectors. "auto" is bf16 where the CPU computes bf16 natively
-    # (AVX512-BF16 or AMX), float32 elsewhere; a build records the precision it resolved, so an
-    # update keeps the index's vectors on any host (vdgr_core.embedding.resolve_precision);
-    # "int8": weight products in int8 with each row scaled on its own (a BERT folder only)
+    # (AVX512-BF16 or AMX), else int8 on x86 with AVX2 (a BERT folder), else float32; a build
+    # records the precision it resolved, so an update keeps the index's vectors on any host
+    # (vdgr_core.embedding.host_precision, resolve_precision); "int8": weight products in int8
+    # with each row scaled on its own (a BERT folder only)
     precision: Literal["auto", "fp32", "bf16", "int8"] = "auto"
 
     @model_validator(mode="before")

@@ -96,12 +96,22 @@ def _call_scheme(config: EmbeddingConfig) -> str:
     return PACKED_SCHEME if _plain_bert(folder) else CALL_SCHEME
 
 
-def host_precision() -> str:
-    """What ``precision="auto"`` means on this host: bf16 where the CPU computes it natively,
-    float32 elsewhere (vdgr_core.cpu)."""
-    from vdgr_core.cpu import native_bf16
+def host_precision(config: Optional[EmbeddingConfig] = None) -> str:
+    """What ``precision="auto"`` means on this host for ``config``'s model (default: the
+    packaged MiniLM), from the CPU's flags (vdgr_core.cpu):
 
-    return "bf16" if native_bf16() else "fp32"
+    - bf16 where the CPU computes it natively (AVX512-BF16 or AMX);
+    - else int8 where the CPU has AVX2 and the model is a BERT folder the plain-torch encoder
+      runs: about 1.2x float32's speed there, and retrieval equal to float32's in the default
+      configuration and route 1 on every half of the benchmark sets (BENCHMARKS.md, blocks
+      ``embed`` and ``precision``; docs/DECISIONS.md);
+    - float32 elsewhere.
+    """
+    from vdgr_core.cpu import fast_int8, native_bf16
+
+    if native_bf16():
+        return "bf16"
+    return "int8" if fast_int8() and _call_scheme(config or EmbeddingConfig()) == PACKED_SCHEME else "fp32"
 
 
 def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
@@ -112,7 +122,7 @@ def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
     """
     if config.precision != "auto":
         return config
-    return config.model_copy(update={"precision": host_precision()})
+    return config.model_copy(update={"precision": host_precision(config)})
 
 
 #: how the local model's stored vectors are computed, part of its model id: vectors computed
@@ -276,7 +286,7 @@ class MiniLMEmbedder:
         self._pack_tokens = max(PACK_TOKENS[self.precision], self._max_len)
         self.batching = "packed" if self._model.packed is not None else "fixed"
         self._batch_size = config.batch_size
-        self._emulated_bf16 = self.precision == "bf16" and host_precision() != "bf16"
+        self._emulated_bf16 = self.precision == "bf16" and host_precision(config) != "bf16"
         self.model_id = embedder_identity(config)[0]
 
     #: how stored vectors are batched: "packed" (a BERT folder: texts end to end in calls of
@@ -332,8 +342,9 @@ class MiniLMEmbedder:
         if self._emulated_bf16 and len(texts) >= 16:
             self._emulated_bf16 = False                     # said once per process
             _log.warning("this index's vectors are bf16, which this CPU (%s) computes only by emulation: "
-                         "%.1f texts/s; a rebuild with --embedding-precision fp32 embeds about 3x faster "
-                         "here", _cpu_line(), len(texts) / (time.perf_counter() - t0))
+                         "%.1f texts/s; a rebuild with --embedding-precision auto (%s on this CPU) embeds "
+                         "3-5x faster here", _cpu_line(), len(texts) / (time.perf_counter() - t0),
+                         host_precision())
         return _normalize_rows(out) if self._normalize else out
 
     def calls(self, lengths: Sequence[int]) -> list[tuple[int, int, list[int]]]:

@@ -234,14 +234,26 @@ def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
     import vdgr_core.cpu as cpu
     from vdgr_core.embedding import embedder_identity, resolve_precision
 
-    for flags, expected in ((frozenset({"avx2", "avx512f"}), "fp32"), (frozenset({"avx2", "amx_bf16"}), "bf16"),
-                            (frozenset({"avx512_bf16"}), "bf16"), (frozenset(), "fp32")):
+    # int8 where the CPU has AVX2 but no native bf16; float32 where it has neither
+    for flags, expected in ((frozenset({"avx2", "avx512f"}), "int8"), (frozenset({"avx2", "amx_bf16"}), "bf16"),
+                            (frozenset({"avx512_bf16"}), "bf16"), (frozenset({"neon", "asimd"}), "fp32"),
+                            (frozenset(), "fp32")):
         monkeypatch.setattr(cpu, "_cpuinfo", lambda flags=flags: ("test cpu", flags))
         resolved = resolve_precision(EmbeddingConfig())
         assert resolved.precision == expected
         assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:packed1"
         # an explicit or recorded precision is never re-resolved on another host
         assert resolve_precision(EmbeddingConfig(precision="bf16")).precision == "bf16"
+
+
+def test_auto_is_float32_for_a_model_int8_cannot_run(monkeypatch, tmp_path):
+    import vdgr_core.cpu as cpu
+    from vdgr_core.embedding import host_precision, resolve_precision
+
+    (tmp_path / "config.json").write_text('{"model_type": "roberta"}')     # not the plain-torch encoder
+    monkeypatch.setattr(cpu, "_cpuinfo", lambda: ("test cpu", frozenset({"avx2", "fma"})))
+    assert host_precision() == "int8"
+    assert resolve_precision(EmbeddingConfig(model_path=str(tmp_path))).precision == "fp32"
 
 
 def test_recorded_bf16_flag_reads_as_precision():
@@ -285,5 +297,5 @@ def test_emulated_bf16_is_said_once_with_the_measured_rate(monkeypatch, caplog):
         emb.embed(texts)
         emb.embed(texts)
     said = [r.getMessage() for r in caplog.records if r.name == "vdgr.embedding"]
-    assert len(said) == 1 and "texts/s" in said[0] and "--embedding-precision fp32" in said[0]
+    assert len(said) == 1 and "texts/s" in said[0] and "--embedding-precision auto (int8 on this CPU)" in said[0]
     assert make_embedder(EmbeddingConfig(precision="fp32"))._emulated_bf16 is False
