@@ -9,7 +9,9 @@ def machine_line(m) -> str:
     if not isinstance(m, dict):
         return f"- machine: {m}"
     cpu = f"; CPU {m['cpu']}" if m.get("cpu") else ""
-    return f"- machine: `{m['uname']}`, {m['nproc']} CPUs{cpu}"
+    capped = (f"; **capped** by `{m['capped']}`: the figures stand for a host with those instructions only"
+              if m.get("capped") else "")
+    return f"- machine: `{m['uname']}`, {m['nproc']} CPUs{cpu}{capped}"
 
 
 def _pct(v) -> str:

@@ -10,10 +10,16 @@ import time
 from bench.common import REPO
 
 
+#: environment variables that cap what the CPU is allowed to run (torch's kernels, oneDNN, MKL,
+#: the flags vdgr reads): a run under any of them stands for a smaller host, and says so
+CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "VDGR_CPU_FLAGS")
+
+
 def machine() -> dict:
     """``uname -a``, the CPU count, and the CPU's model with its vector extensions and torch's
     CPU capability (an AVX2-only host runs bf16 at a third of float32 speed: a figure that moved
-    several-fold between hosts is explained here first)."""
+    several-fold between hosts is explained here first); ``capped`` names the
+    :data:`CAP_VARIABLES` set, when any is."""
     from vdgr_core.cpu import describe
 
     try:
@@ -26,7 +32,11 @@ def machine() -> dict:
         capability = torch.backends.cpu.get_cpu_capability()
     except ImportError:
         capability = "no torch"
-    return {"uname": uname, "nproc": os.cpu_count(), "cpu": f"{describe()}, torch {capability}"}
+    out = {"uname": uname, "nproc": os.cpu_count(), "cpu": f"{describe()}, torch {capability}"}
+    capped = " ".join(f"{v}={os.environ[v]}" for v in CAP_VARIABLES if os.environ.get(v))
+    if capped:
+        out["capped"] = capped
+    return out
 
 
 def commit() -> str | None:

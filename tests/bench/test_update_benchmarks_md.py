@@ -37,3 +37,17 @@ def test_update_merges_a_report_into_the_file_that_holds_its_block(tmp_path, mon
     assert ub.update(bench, out, others=(research,)) == ["proto"]
     assert "rendered proto" in research.read_text()
     assert "proto" not in bench.read_text()
+
+
+def test_a_run_under_instruction_caps_says_so_on_its_machine_line(monkeypatch):
+    from bench.report.markdown import machine_line
+    from bench.report.provenance import CAP_VARIABLES, machine
+
+    for name in CAP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert "capped" not in machine() and "capped" not in machine_line(machine())
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.setenv("VDGR_CPU_FLAGS", "avx2 fma")
+    m = machine()
+    assert m["capped"] == "ATEN_CPU_CAPABILITY=avx2 VDGR_CPU_FLAGS=avx2 fma"
+    assert "**capped** by `ATEN_CPU_CAPABILITY=avx2 VDGR_CPU_FLAGS=avx2 fma`" in machine_line(m)
