@@ -186,8 +186,10 @@ def open_set(es: EvalSet, work: Path) -> OpenedSet:
     return OpenedSet(ds, questions, reader, data, embedder, default, index, base)
 
 
-def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
-    """Every configuration over every question of ``es``: per-question scores and aggregates."""
+def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print, per_question: bool = False) -> dict:
+    """Every configuration over every question of ``es``: aggregates per half, and with
+    ``per_question`` each question's primary metric at 5 in question order
+    (``scores[configuration][half]``, for comparing two indexes question by question)."""
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
     opened = open_set(es, work)
@@ -195,7 +197,8 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
     reader, data, embedder, default = opened.reader, opened.data, opened.embedder, opened.default
     out = {"note": es.note, "primary": es.primary, "index_args": list(es.index_args),
            "index_reused": opened.index["reused"], "embedding_model": _model_id(base / "index"),
-           "questions": {h: sum(half_of(q["id"]) == h for q in questions) for h in HALVES}, "configs": {}}
+           "questions": {h: sum(half_of(q["id"]) == h for q in questions) for h in HALVES}, "configs": {},
+           **({"scores": {}} if per_question else {})}
     vectors = None        # one VectorSearch for every configuration (a small index's vectors load once)
     for name, over in configs(default.routes):
         if names and name not in names:
@@ -206,6 +209,8 @@ def run_set(es: EvalSet, work: Path, names: set[str] | None, log=print) -> dict:
         t0 = time.perf_counter()
         scores = answer_questions(kb, questions, ds)
         out["configs"][name] = aggregate_halves(scores)
+        if per_question:
+            out["scores"][name] = {h: [q.get(f"{es.primary}@5") or 0.0 for q in scores[h]] for h in HALVES}
         _log_row(log, es, name, out["configs"][name], t0)
     for label, args, names_here in BUILD_VARIANTS:
         wanted = [c for c in names_here if not names or f"{c}, {label}" in names]

@@ -26,8 +26,7 @@ import sys
 
 from bench.common import REPO
 from bench.prepare.splits import HALVES
-from bench.quality.ablation import (SETS, aggregate_halves, answer_questions, configs, open_set, with_precision,
-                                    write_report)
+from bench.quality.ablation import SETS, run_set, with_precision, write_report
 from bench.report.markdown import machine_line
 from bench.report.provenance import commit, machine
 
@@ -38,35 +37,13 @@ GATED = ("hybrid", "full")
 MAX_DEV_LOSS = 0.005
 
 
-def run_set_precision(es, work) -> dict:
-    """:data:`CONFIGS` over every question of ``es``: aggregates per half, and each question's
-    primary metric at 5 in question order (``scores[config][half]``)."""
-    from vdgr_core.query.knowledge_base import KnowledgeBase
-
-    opened = open_set(es, work)
-    key = f"{es.primary}@5"
-    out: dict = {"configs": {}, "scores": {}, "embedding_model": opened.embedder.model_id}
-    vectors = None            # one VectorSearch for every configuration
-    for name, over in configs(opened.default.routes):
-        if name not in CONFIGS:
-            continue
-        kb = KnowledgeBase(opened.reader, opened.data, opened.default.model_copy(update=over),
-                           opened.embedder, vectors=vectors)
-        vectors = kb.vectors
-        scores = answer_questions(kb, opened.questions, opened.ds)
-        out["configs"][name] = aggregate_halves(scores)
-        out["scores"][name] = {h: [s.get(key) or 0.0 for s in scores[h]] for h in HALVES}
-        print(f"[precision] {es.name} / {es.work} / {name}: {key} dev "
-              f"{out['configs'][name]['dev'].get(key)} test {out['configs'][name]['test'].get(key)}", flush=True)
-    return out
-
-
 def run(precisions: list[str], sets: list[str], work) -> dict:
-    """``{set: {precision: run_set_precision(...) result}}`` plus the header facts."""
+    """``{set: {precision: run_set(...) result, per question}}`` plus the header facts."""
     out: dict = {"kind": "precision", "precisions": precisions, "configs": list(CONFIGS),
                  "gated": list(GATED), "sets": {}}
     for name in sets:
-        out["sets"][name] = {p: run_set_precision(with_precision(SETS[name], p), work) for p in precisions}
+        out["sets"][name] = {p: run_set(with_precision(SETS[name], p), work, set(CONFIGS), per_question=True)
+                             for p in precisions}
     return out
 
 
