@@ -5,6 +5,7 @@ does not import torch; :class:`MiniLMEmbedder` imports it when constructed.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -489,17 +490,19 @@ def _load_transformer(path: Path, max_len: int, precision: str = "fp32") -> _Tra
         def bert_ids(texts: list[str]) -> list[list[int]]:
             return [e.ids for e in tokenizer.encode_batch(texts)]
 
-        stored = encoder
-        if precision == "int8":
+        @functools.lru_cache(maxsize=1)
+        def stored():
+            """The stored vectors' encoder; int8's weights are made on the first stored text
+            (~0.2 s of calibration a query process, which embeds in float32, never pays)."""
+            if precision != "int8":
+                return encoder
             from vdgr_core.bert_int8 import CALIBRATION_TEXTS, Int8BertEncoder
 
-            stored = Int8BertEncoder(encoder, bert_ids(list(CALIBRATION_TEXTS)))
+            return Int8BertEncoder(encoder, bert_ids(list(CALIBRATION_TEXTS)))
 
-        def forward_of(model):
-            return lambda ids, mask: model(ids, mask, torch.zeros_like(ids))
-
-        return _Transformer(bert_ids, forward_of(stored), pad_id, encoder.hidden_size, stored.packed,
-                            query_forward=forward_of(encoder))
+        return _Transformer(bert_ids, lambda ids, mask: stored()(ids, mask, torch.zeros_like(ids)), pad_id,
+                            encoder.hidden_size, lambda ids, segments: stored().packed(ids, segments),
+                            query_forward=lambda ids, mask: encoder(ids, mask, torch.zeros_like(ids)))
     if precision == "int8":
         raise ConfigError(f"{path}: int8 embeddings need a BERT folder the plain-torch encoder runs "
                           "(config.json model_type bert, model.safetensors, tokenizer.json)")

@@ -222,6 +222,25 @@ def test_int8_stores_close_vectors_and_asks_in_float32():
     np.testing.assert_array_equal(embed_query(int8, texts), embed_query(fp32, texts))
 
 
+def test_int8_weights_are_made_on_the_first_stored_text_only(monkeypatch):
+    import vdgr_core.bert_int8 as bert_int8
+
+    made = []
+
+    class Counting(bert_int8.Int8BertEncoder):
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(bert_int8, "Int8BertEncoder", Counting)
+    emb = make_embedder(EmbeddingConfig(precision="int8"))
+    emb.embed_query(["how do I reset the router"])        # a query process: float32, no calibration
+    assert made == []
+    first = emb.embed(["Reset the router with the pin button."])
+    again = emb.embed(["Reset the router with the pin button.", "Another text."])
+    assert made == [1] and np.array_equal(first[0], again[0])
+
+
 def test_int8_needs_the_plain_torch_encoder(tmp_path):
     from vdgr_core.embedding import _load_transformer
 
