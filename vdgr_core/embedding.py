@@ -269,6 +269,7 @@ class MiniLMEmbedder:
         path, name = _model_folder(config), _minilm_name(config)
         if not (path / "config.json").is_file():
             raise ConfigError(f"no sentence-transformers model in {path}")
+        from vdgr_core.cpu import native_bf16
         from vdgr_core.memory import keep_freed_memory
 
         keep_freed_memory()         # a pass's temporaries reuse heap pages (vdgr_core.memory)
@@ -287,7 +288,9 @@ class MiniLMEmbedder:
         self._pack_tokens = max(PACK_TOKENS[self.precision], self._max_len)
         self.batching = "packed" if self._model.packed is not None else "fixed"
         self._batch_size = config.batch_size
-        self._emulated_bf16 = self.precision == "bf16" and host_precision(config) != "bf16"
+        # bf16 on a CPU that only emulates it is said once, with what `auto` picks here for this model
+        self._emulated_bf16 = self.precision == "bf16" and not native_bf16()
+        self._auto_here = host_precision(config)
         self.model_id = embedder_identity(config)[0]
 
     #: how stored vectors are batched: "packed" (a BERT folder: texts end to end in calls of
@@ -345,7 +348,7 @@ class MiniLMEmbedder:
             _log.warning("this index's vectors are bf16, which this CPU (%s) computes only by emulation: "
                          "%.1f texts/s; a rebuild with --embedding-precision auto (%s on this CPU) embeds "
                          "3-5x faster here", _cpu_line(), len(texts) / (time.perf_counter() - t0),
-                         host_precision())
+                         self._auto_here)
         return _normalize_rows(out) if self._normalize else out
 
     def calls(self, lengths: Sequence[int]) -> list[tuple[int, int, list[int]]]:
