@@ -223,6 +223,10 @@ PACK_TOKENS = {"fp32": 1024, "bf16": 1024, "int8": 1024}
 _log = logging.getLogger("vdgr.embedding")
 
 
+def _nothing() -> None:
+    return None
+
+
 def _available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -300,6 +304,11 @@ class MiniLMEmbedder:
     #: bench/performance/bench_embed.py). Set from the model when constructed.
     batching = "fixed"
 
+    #: called before each model call of :meth:`embed` when set: the embedding child adjusts its
+    #: thread count there (:class:`vdgr_core.embedding_process.ThreadGovernor`); vectors do not
+    #: depend on the thread count
+    before_call: Optional[Callable[[], None]] = None
+
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """A query's texts, in float32, each alone at its own length, on one thread.
 
@@ -337,11 +346,14 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
                                                     enabled=self.precision == "bf16"):
+            before = self.before_call or _nothing
             if self.batching == "packed":
                 for idx in self.packs([len(x) for x in ids]):
+                    before()
                     out[idx] = self._encode_packed([ids[i] for i in idx])
             else:
                 for rows, length, idx in self.calls([len(x) for x in ids]):
+                    before()
                     out[idx] = self._encode(*self._tensors([ids[i] for i in idx], length, rows))[:len(idx)]
         if self._emulated_bf16 and len(texts) >= 16:
             self._emulated_bf16 = False                     # said once per process

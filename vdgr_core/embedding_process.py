@@ -16,10 +16,12 @@ that is interrupted keeps what it embedded (:func:`read_journal`, ``runners/earl
 """
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
+import time
 from concurrent.futures import Future
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -28,28 +30,81 @@ from schemas.config import EmbeddingConfig
 from schemas.errors import EmbeddingError
 
 
-#: the child embeds the requests waiting in its pipe together, up to this many texts: the
-#: local model fills each fixed-shape call from texts of one padded length, so many small
-#: requests (one per Beam bundle) embedded one by one left most calls part-empty
-MERGE_TEXTS = 4096
+#: a request of fewer texts than this is embedded together with the small requests waiting
+#: behind it, until the call holds this many texts: the local model fills each fixed-shape call
+#: from texts of one padded length, so many small requests (one per Beam bundle) embedded one by
+#: one left most calls part-empty. A request this large is embedded alone and answered at once:
+#: merged with the requests behind it, it waited for theirs too (a build's last chunk texts
+#: waited ~7 s for the directory texts sent after them; hand runs, docs/DECISIONS.md)
+MERGE_BELOW = 512
 
 
-def _waiting_requests(conn, first: list, limit: int) -> list[list]:
-    """``first`` and the requests already waiting in ``conn`` (without blocking), in order,
-    until their texts number ``limit`` or more."""
-    requests, total = [first], len(first)
-    while total < limit and conn.poll():
-        kind, payload = conn.recv()
-        requests.append(payload)
-        total += len(payload)
+def _next_call(waiting: "collections.deque[list]", small: int = MERGE_BELOW) -> list[list]:
+    """Take from ``waiting`` the requests one call embeds, in order: the first, then, while
+    the call has fewer than ``small`` texts, each next request of fewer than ``small`` texts."""
+    requests = [waiting.popleft()]
+    total = len(requests[0])
+    while waiting and total < small and len(waiting[0]) < small:
+        requests.append(waiting.popleft())
+        total += len(requests[-1])
     return requests
 
 
-#: set in the child before torch loads, unless the user set them: OpenMP threads sleep between
-#: parallel regions instead of spinning. The child shares the cores with the pipeline it
-#: serves; spinning threads took a core from it (a build of the 33 EManual manuals on 2 AVX2
-#: cores: 109 s -> 95 s, CPU time 184 s -> 159 s; embedding alone ~3% slower)
-CHILD_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+class ThreadGovernor:
+    """The child's torch thread count, set before each model call from what its parent does.
+
+    The child shares the cores with the pipeline it serves. While the parent computes (parsing,
+    merging: at least ``busy`` of a core over the last ``interval`` seconds), the child runs
+    one thread fewer than the usable cores; while the parent waits for vectors, all of them.
+    Two OpenMP threads on the one core the parent leaves free wait for each other at every
+    barrier: 700 chunk texts took 29-33 s against 17 s on one thread beside a busy process,
+    and making the threads sleep instead of spin (``OMP_WAIT_POLICY=PASSIVE``) cost 13-18%
+    on an idle machine (hand runs on 2 AVX2 cores, docs/DECISIONS.md). Vectors do not depend
+    on the thread count.
+
+    Parameters
+    ----------
+    pid : int
+        The process whose CPU time is watched (Linux ``/proc``; elsewhere nothing changes).
+    set_threads, cores :
+        ``torch.set_num_threads`` and the usable cores.
+    """
+
+    def __init__(self, pid: int, set_threads: Callable[[int], None], cores: int, *,
+                 busy: float = 0.5, interval: float = 0.2, clock: Callable[[], float] = time.monotonic,
+                 cpu_seconds: Optional[Callable[[int], Optional[float]]] = None):
+        self._pid, self._set, self._cores = pid, set_threads, cores
+        self._busy, self._interval, self._clock = busy, interval, clock
+        self._cpu_seconds = cpu_seconds or process_cpu_seconds
+        self._at, self._cpu = clock(), self._cpu_seconds(pid)
+        self.threads = cores
+
+    def __call__(self) -> None:
+        now = self._clock()
+        if self._cpu is None or self._cores < 2 or now - self._at < self._interval:
+            return
+        cpu = self._cpu_seconds(self._pid)
+        if cpu is None:
+            self._cpu = None                # the parent is gone, or no /proc: leave it be
+            return
+        threads = self._cores - 1 if (cpu - self._cpu) / (now - self._at) >= self._busy else self._cores
+        self._at, self._cpu = now, cpu
+        if threads != self.threads:
+            self._set(threads)
+            self.threads = threads
+
+
+def process_cpu_seconds(pid: int) -> Optional[float]:
+    """User and system CPU seconds of process ``pid`` (all its threads), or None without
+    Linux's ``/proc`` or without the process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # after the command name: state, ppid, ... ; utime and stime are fields 14 and 15 of stat
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 #: test hook, like ``vdgr_core.store.failpoints``: when this environment variable names a file,
 #: the child writes its pid there once it has answered its first request, then answers nothing
@@ -88,41 +143,54 @@ def _die_with_parent(parent: int) -> None:
 
 def _serve(config_json: str, conn, parent: int) -> None:
     """Child side: load the embedder, then answer ("embed", texts) until the pipe closes,
-    one reply per request, embedding the requests that wait together (MERGE_TEXTS)."""
+    one reply per request, in order; small requests that wait are embedded together
+    (:func:`_next_call`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent stops us (close) on Ctrl-C
     _die_with_parent(parent)
-    for name, value in CHILD_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
     pause = os.environ.get(PAUSE_ENV)
     try:
         from vdgr_core.embedding import make_embedder
 
         embedder = make_embedder(EmbeddingConfig.model_validate_json(config_json))
+        _govern_threads(embedder)
     except BaseException as e:  # reported on the first request
         failure: Optional[str] = f"{type(e).__name__}: {e}"
         embedder = None
     else:
         failure = None
+    waiting: "collections.deque[list]" = collections.deque()
     while True:
         try:
-            kind, payload = conn.recv()
+            if not waiting:
+                waiting.append(conn.recv()[1])
+            while conn.poll():                          # every request sent so far
+                waiting.append(conn.recv()[1])
         except (EOFError, OSError):                     # the parent is gone
             return
         try:
-            _answer(conn, embedder, failure, payload)
+            _answer(conn, embedder, failure, _next_call(waiting))
         except (BrokenPipeError, ConnectionError):      # the parent is gone: nothing to answer
             return
         if pause:
             _pause_here(pause)
 
 
-def _answer(conn, embedder, failure: Optional[str], payload: list) -> None:
-    if failure is not None:
-        conn.send(("error", failure))
+def _govern_threads(embedder) -> None:
+    """Give a local model's calls a :class:`ThreadGovernor` watching this child's parent."""
+    if not hasattr(embedder, "before_call"):
         return
-    requests = _waiting_requests(conn, payload, MERGE_TEXTS)
+    import torch
+
+    embedder.before_call = ThreadGovernor(os.getppid(), torch.set_num_threads, torch.get_num_threads())
+
+
+def _answer(conn, embedder, failure: Optional[str], requests: list[list]) -> None:
+    if failure is not None:
+        for _ in requests:
+            conn.send(("error", failure))
+        return
     try:
         vectors = np.asarray(embedder.embed([t for r in requests for t in r]), dtype=np.float32)
     except Exception as e:

@@ -143,6 +143,23 @@ def test_minilm_vector_does_not_depend_on_its_batch(precision):
         torch.set_num_threads(threads)
 
 
+def test_threads_changed_between_calls_leave_the_vectors_alone():
+    """The embedding child changes its thread count before model calls (ThreadGovernor)."""
+    import torch
+
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="int8"))
+    texts = [f"Sentence {i} about charging " + "and pairing devices " * (i % 40) for i in range(60)]
+    steady = emb.embed(texts)
+    threads, flips = torch.get_num_threads(), []
+    emb.before_call = lambda: (flips.append(1), torch.set_num_threads(1 + len(flips) % 2))
+    try:
+        np.testing.assert_array_equal(emb.embed(texts), steady)
+    finally:
+        emb.before_call = None
+        torch.set_num_threads(threads)
+    assert len(flips) > 2                       # one per model call, and there were several
+
+
 def test_minilm_packs_texts_end_to_end_into_calls_of_one_row_count():
     from vdgr_core.embedding import PACK_TOKENS
 

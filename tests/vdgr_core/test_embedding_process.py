@@ -61,18 +61,30 @@ def test_a_child_is_idle_once_every_request_is_answered():
         assert child.idle()
 
 
-def test_waiting_requests_are_taken_together_up_to_the_limit():
-    import multiprocessing
+def test_small_requests_are_embedded_together_and_a_large_one_alone():
+    from collections import deque
 
-    from vdgr_core.embedding_process import _waiting_requests
+    from vdgr_core.embedding_process import _next_call
 
-    parent, child = multiprocessing.Pipe()
-    for texts in (["b1", "b2"], ["c1"], ["d1", "d2", "d3"], ["e1"]):
-        parent.send(("embed", texts))
-    # "a" was received already; "b" and "c" wait; "d" reaches the limit of 5 texts; "e" waits
-    assert _waiting_requests(child, ["a1"], 5) == [["a1"], ["b1", "b2"], ["c1"], ["d1", "d2", "d3"]]
-    assert _waiting_requests(child, ["x"], 5) == [["x"], ["e1"]]
-    assert _waiting_requests(child, ["y"], 5) == [["y"]]          # nothing waiting: no block
+    waiting = deque([["a1"], ["b1", "b2"], ["c1", "c2", "c3"], ["d1"], ["e1", "e2", "e3", "e4"], ["f1"]])
+    # small requests (under 3 texts) join the call until it holds 3 texts
+    assert _next_call(waiting, 3) == [["a1"], ["b1", "b2"]]
+    # a request of 3 texts or more is embedded alone, and answered without waiting for the next
+    assert _next_call(waiting, 3) == [["c1", "c2", "c3"]]
+    # a large request is never added to a small one's call
+    assert _next_call(waiting, 3) == [["d1"]]
+    assert _next_call(waiting, 3) == [["e1", "e2", "e3", "e4"]]
+    assert _next_call(waiting, 3) == [["f1"]] and not waiting
+
+
+def test_requests_sent_together_are_answered_in_order_each_with_its_own_vectors():
+    texts = [[f"request {i} text {j}" for j in range(i + 1)] for i in range(6)]
+    with EmbedderProcess(HASHING) as child:
+        futures = [child.submit(t) for t in texts]
+        got = [f.result(timeout=60) for f in futures]
+    alone = make_embedder(HASHING)
+    for t, vectors in zip(texts, got):
+        assert np.array_equal(vectors, alone.embed(t))
 
 
 def test_the_journal_holds_every_returned_vector_under_its_cache_key(tmp_path):
@@ -102,3 +114,55 @@ def test_a_journal_cut_short_keeps_its_whole_batches(tmp_path):
     data = journal.read_bytes()
     journal.write_bytes(data[:-40])                  # the writer was killed mid-batch
     assert read_journal(str(journal)).num_rows == 1
+
+
+def test_the_child_runs_one_thread_fewer_while_its_parent_computes():
+    from vdgr_core.embedding_process import ThreadGovernor
+
+    now, cpu, calls = [0.0], [0.0], []
+    governor = ThreadGovernor(1, calls.append, 2, busy=0.5, interval=0.2,
+                              clock=lambda: now[0], cpu_seconds=lambda _pid: cpu[0])
+    now[0], cpu[0] = 0.1, 0.1
+    governor()
+    assert calls == []                          # within the interval: not looked at
+    now[0], cpu[0] = 0.4, 0.35                  # the parent used 0.875 of a core
+    governor()
+    assert calls == [1] and governor.threads == 1
+    now[0], cpu[0] = 0.7, 0.36                  # then waited
+    governor()
+    assert calls == [1, 2]
+    now[0], cpu[0] = 1.0, 0.37
+    governor()
+    assert calls == [1, 2]                      # unchanged: not set again
+    cpu[0] = None                               # the parent is gone
+    now[0] = 1.3
+    governor()
+    now[0], cpu[0] = 1.6, 5.0
+    governor()
+    assert calls == [1, 2]
+
+
+def test_one_core_is_never_shared_out():
+    from vdgr_core.embedding_process import ThreadGovernor
+
+    calls = []
+    now = [0.0]
+    governor = ThreadGovernor(1, calls.append, 1, clock=lambda: now[0], cpu_seconds=lambda _pid: now[0])
+    now[0] = 1.0
+    governor()
+    assert calls == []
+
+
+def test_cpu_seconds_of_a_process_grow_and_a_missing_one_has_none():
+    import os
+    import sys
+
+    from vdgr_core.embedding_process import process_cpu_seconds
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc is Linux's")
+    before = process_cpu_seconds(os.getpid())
+    sum(i * i for i in range(2_000_000))
+    after = process_cpu_seconds(os.getpid())
+    assert isinstance(before, float) and after > before
+    assert process_cpu_seconds(2 ** 22 + 12345) is None
