@@ -13,6 +13,11 @@ Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
         directory edges, in the stage that produced it                                      |
     every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
 
+``embed_last`` (the in-process runner, which runs one stage at a time): the two embedding steps
+wait for the last summarization step (a side input), so the steps that need only text run
+while the embedding child works through the chunk texts sent ahead during the parse; then the
+directory texts, sent ahead when they were summarized, queue behind those and are ready too.
+
 What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
 summaries, one small record per folder child, and file names. Rows are staged by the workers
 that make them, in files of bounded size; the driver streams them into LanceDB.
@@ -28,7 +33,7 @@ from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig
 from transforms.bm25 import BuildSubShards
-from transforms.directories import SummarizeDirectoriesByLevel, containment_edge, document_alone_nodes
+from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
@@ -99,9 +104,28 @@ def content_items(adoc, model_id: str):
         yield embedding_key(model_id, text), text, content_row_without_vector(a)
 
 
+def after(pcoll, label: str, *done):
+    """``pcoll`` unchanged, read in a stage that runs once the stages that made each of ``done``
+    have finished (an empty side input from each: a stage-order constraint, no data)."""
+    signals = [beam.pvalue.AsList(d | f"{label}: signal {i}" >> beam.Filter(_never)) for i, d in enumerate(done)]
+    return pcoll | label >> beam.Map(_unchanged, *signals)
+
+
+def _never(_element) -> bool:
+    return False
+
+
+def _unchanged(element, *_signals):
+    return element
+
+
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
-                   dim: int, staging: Staging, dead_from_scan=()) -> None:
-    """Add the build to ``p``: everything is staged under ``staging`` for the commit."""
+                   dim: int, staging: Staging, dead_from_scan=(), embed_last: bool = False) -> None:
+    """Add the build to ``p``: everything is staged under ``staging`` for the commit.
+
+    ``embed_last``: the embedding steps wait for the last summarization step (see the module
+    docstring); for runners that run one stage at a time. Rows are the same either way.
+    """
     read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
     tasks = read.tasks
     parsed = tasks | "Parse documents" >> ParseDocuments(config)
@@ -116,23 +140,6 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     annotated = (parsed.documents
                  | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_texts)
                  | "Annotate documents" >> AnnotateDocuments(config))
-    if config.llm is None:
-        def document_summary_texts(adoc):
-            for n in document_alone_nodes(adoc, config):
-                text = directory_embedding_text(n)
-                yield embedding_key(model_id, text), text
-
-        # the document's directory texts as they will be summarized when it is alone in its
-        # group, sent ahead while parsing: the child embeds them instead of idling at the
-        # stage boundaries before the directory steps (a text that turns out otherwise is
-        # embedded again there; the prefetcher is a cache only)
-        _ = annotated | "Prefetch document summaries" >> PrefetchEmbeddings(config, document_summary_texts)
-    embedded = (annotated
-                | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
-                | "Embed contents" >> EmbedInBatches(config, with_vector))
-    content_rows = embedded.rows
-
-    merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     trees = annotated | "Document trees" >> beam.Map(document_tree)
     # one part per summarization step: each is embedded and staged where it is produced
@@ -143,9 +150,22 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
         text = directory_embedding_text(n)
         return embedding_key(model_id, text), text, n
 
-    directory_embedded = [part
-                          | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
-                              config, lambda n: [directory_items(n)[:2]])
+    def in_order(pcoll, label, *done):
+        return after(pcoll, label, *done) if embed_last else pcoll
+
+    content_texts = annotated | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
+    embedded = (in_order(content_texts, "After summaries", directory_parts[-1])
+                | "Embed contents" >> EmbedInBatches(config, with_vector))
+    content_rows = embedded.rows
+    merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
+    content_files = content_rows | "Stage contents" >> StageRows(
+        T.CONTENTS, staging.prefix(T.CONTENTS), T.schema_for(T.CONTENTS, dim),
+        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048)
+    shards = content_files | "BM25 sub-shards" >> BuildSubShards(config.index)
+
+    directory_embedded = [in_order(part | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
+                                       config, lambda n: [directory_items(n)[:2]]),
+                                   f"After entities and BM25 {i}", merged.entities, shards)
                           | f"Directory texts {i}" >> beam.Map(directory_items)
                           | f"Embed directories {i}" >> EmbedInBatches(config, directory_row)
                           for i, part in enumerate(directory_parts)]
@@ -171,14 +191,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
         name, staging.prefix(name), T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
         digest=name != T.EMBEDDING_CACHE)
         for name, parts in outputs.items() for i, rows in enumerate(parts)]
-    content_files = content_rows | "Stage contents" >> StageRows(
-        T.CONTENTS, staging.prefix(T.CONTENTS), T.schema_for(T.CONTENTS, dim),
-        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048)
-    shards = content_files | "BM25 sub-shards" >> BuildSubShards(config.index)
     # one step publishes every staged file once all bundles (and the shard builds) are done
     _ = ([*staged, content_files, shards] | "All staged records" >> beam.Flatten()
          | "Publish staged" >> PublishStaged(staging.root))
 
 
-__all__ = ["build_pipeline", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",
+__all__ = ["after", "build_pipeline", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",
            "subshards_per_domain", "max_folder_level"]

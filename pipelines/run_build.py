@@ -201,7 +201,8 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
     say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
     t1 = time.perf_counter()
     def add_steps(p, staging):
-        build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped)
+        build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped,
+                       embed_last=runs_in_this_process(p.options))
 
     with reporting(len(scan.tasks), say), staged_pipeline_run(
             config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (staging, result):

@@ -18,7 +18,7 @@ from apache_beam.metrics import Metrics
 from schemas.config import BuildConfig
 from schemas.tables import CONTAINS
 from transforms.documents import LLM_CALLS, LLM_FALLBACKS
-from vdgr_core.indexing.per_document import document_tree, pack_tree, unpack_tree
+from vdgr_core.indexing.per_document import pack_tree, unpack_tree
 from vdgr_core.indexing.rows import edge_row
 from vdgr_core.indexing.tree_summary import (Child, llm_directory_summarizer, merge_two,
                                              summarize_document_group, summarize_level_node)
@@ -30,14 +30,6 @@ UP = "up"
 def directory_max_chars(config: BuildConfig) -> int:
     """The longest summary a directory node may have."""
     return config.summary_max_chars + 200
-
-
-def document_alone_nodes(adoc, config: BuildConfig):
-    """The directory nodes ``adoc``'s own tree summarizes to when no other document shares its
-    node id and no folder its nodes' (the usual case), offline (no LLM)."""
-    nodes, _records = summarize_document_group([document_tree(adoc)[1]], (), None,
-                                               max_chars=directory_max_chars(config))
-    return nodes
 
 
 class _SummarizerDoFn(beam.DoFn):

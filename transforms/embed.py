@@ -93,6 +93,10 @@ class EmbeddingPrefetcher:
         self._futures: dict[str, tuple[object, int]] = {}
         self._lock = threading.Lock()
 
+    #: texts waiting that make a request when the embedder has nothing to do: the first texts
+    #: of a build go as soon as the child has loaded the model, not once a window has filled
+    START_AT = 64
+
     def offer(self, key: str, text: str) -> None:
         # a text met again after its vector was taken is in the process memo: not sent again
         # (an element's texts are offered before the batches upstream of it are taken, so
@@ -104,15 +108,17 @@ class EmbeddingPrefetcher:
             if key in self._futures or key in self._pending:
                 return
             self._pending[key] = text
-            if len(self._pending) >= self._window:
+            if len(self._pending) >= self._window or (len(self._pending) >= self.START_AT and self._idle()):
                 self._flush_locked()
+
+    def _idle(self) -> bool:
+        return getattr(self._embedder, "idle", lambda: False)()
 
     def flush(self, at_least: int = 0) -> bool:
         """Send the texts waiting in the window, when there are at least ``at_least`` of them or
         the embedder has nothing to do; True when nothing is left waiting."""
-        idle = getattr(self._embedder, "idle", lambda: False)
         with self._lock:
-            if len(self._pending) >= at_least or idle():
+            if len(self._pending) >= at_least or self._idle():
                 self._flush_locked()
             return not self._pending
 

@@ -2,6 +2,7 @@
 from concurrent.futures import Future
 
 import numpy as np
+import pytest
 
 from schemas.config import EmbeddingConfig
 from transforms.embed import EmbeddingPrefetcher
@@ -126,6 +127,26 @@ def test_a_small_window_waits_for_more_texts_unless_the_embedder_is_idle():
     assert pre.flush(at_least=2) is True and emb.sent[-1] == ["third text"]   # idle: sent at once
 
 
+def test_texts_go_without_a_full_window_when_the_embedder_has_nothing_to_do(monkeypatch):
+    class Child(_AsyncHashing):
+        busy = False
+
+        def idle(self):
+            return not self.busy
+
+    monkeypatch.setattr(EmbeddingPrefetcher, "START_AT", 2)
+    emb = Child()
+    pre = EmbeddingPrefetcher(emb, _Cache(set()), window=100)
+    pre.offer("k1", "first text")
+    assert emb.sent == []                                   # fewer than START_AT: waits
+    pre.offer("k2", "second text")
+    assert emb.sent == [["first text", "second text"]]      # idle: sent without a full window
+    emb.busy = True
+    for i in range(3, 6):
+        pre.offer(f"k{i}", f"text {i}")
+    assert len(emb.sent) == 1                               # busy: they wait for the window
+
+
 def test_batches_are_taken_only_behind_a_request_sent_after_them(tmp_path, monkeypatch):
     """The child embeds the newest request while the pipeline makes the next batches; no
     request but the last is smaller than MIN_REQUEST."""
@@ -168,3 +189,53 @@ def test_batches_are_taken_only_behind_a_request_sent_after_them(tmp_path, monke
     assert all(n >= 6 for n in sends[:-1]) and sum(sends) == 20
     first_take = next(i for i, (kind, _) in enumerate(events) if kind == "take")
     assert [kind for kind, _ in events[:first_take]].count("send") >= 2     # taken behind the next request
+
+
+@pytest.mark.parametrize("embed_last", [True, False])
+def test_directories_are_summarized_before_the_build_waits_for_chunk_vectors(tmp_path, monkeypatch, embed_last):
+    """With ``embed_last`` (the in-process runner) the text-only steps run while the child
+    embeds: every directory text is sent ahead before the first chunk vector is taken, and the
+    index is the same as without it (where directories come after)."""
+    import pipelines.run_build as run_build_module
+    from schemas import tables as T
+    from schemas.config import BuildConfig
+    from tests.support.corpus import write_corpus
+    from transforms.embed import provided_embedder
+    from vdgr_core.embedding import embedding_key
+    from vdgr_core.embedding_process import EmbedderProcess
+    from vdgr_core.indexing.rows import content_embedding_text
+    from vdgr_core.store.reader import IndexReader
+    from vdgr_core.store.writer import table_digest
+
+    corpus = write_corpus(str(tmp_path / "corpus"))
+    events = []
+    real_offer, real_take = EmbeddingPrefetcher.offer, EmbeddingPrefetcher.take
+    monkeypatch.setattr(EmbeddingPrefetcher, "offer",
+                        lambda self, key, text: (events.append(("offer", key)), real_offer(self, key, text))[1])
+    monkeypatch.setattr(EmbeddingPrefetcher, "take",
+                        lambda self, key: (events.append(("take", key)), real_take(self, key))[1])
+    monkeypatch.setattr(run_build_module, "runs_in_this_process", lambda _options: embed_last)
+    import transforms.embed as embed_module
+    monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
+    cfg = BuildConfig(corpus=corpus, index=str(tmp_path / "index"), embedding=HASHING)
+    with EmbedderProcess(HASHING) as child, provided_embedder(HASHING, child):
+        run_build_module.run_build(cfg)
+
+    reader = IndexReader(cfg.index)
+    model_id = make_embedder(HASHING).model_id
+    chunk_keys = {embedding_key(model_id, content_embedding_text(r["path"], r["text"]))
+                  for r in reader.arrow(T.CONTENTS, ["path", "text"]).to_pylist()}
+    offered = [key for kind, key in events if kind == "offer"]
+    directory_keys = set(offered) - chunk_keys
+    assert directory_keys
+    last_directory_offer = max(i for i, (kind, key) in enumerate(events) if kind == "offer" and key in directory_keys)
+    first_chunk_take = min(i for i, (kind, key) in enumerate(events) if kind == "take" and key in chunk_keys)
+    assert (last_directory_offer < first_chunk_take) is embed_last
+
+    # the same index from the other order, without a child
+    plain = BuildConfig(corpus=corpus, index=str(tmp_path / "plain"), embedding=HASHING)
+    monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())
+    monkeypatch.setattr(run_build_module, "runs_in_this_process", lambda _options: not embed_last)
+    run_build_module.run_build(plain)
+    other = IndexReader(plain.index)
+    assert {n: table_digest(n, reader.arrow(n)) for n in T.TABLES} == {n: table_digest(n, other.arrow(n)) for n in T.TABLES}
