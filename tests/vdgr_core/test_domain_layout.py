@@ -173,3 +173,33 @@ def test_an_update_patches_the_previous_layout_and_equals_a_rebuild(tmp_path, mo
     updated, rebuilt = IndexReader(live).manifest, IndexReader(fresh).manifest
     assert updated.layouts == rebuilt.layouts
     assert updated.layouts["hr"] == hr_before                # an untouched domain keeps its folder
+
+
+def test_layouts_read_the_next_domain_ahead_in_order_and_at_most_one():
+    import pytest
+
+    from vdgr_core.store.layout_build import _read_ahead
+
+    read = []
+
+    def reader(domain):
+        read.append(domain)
+        return domain.upper()
+
+    got = []
+    for domain, value in _read_ahead(["a", "b", "c", "d"], reader):
+        got.append((domain, value))
+        assert len(read) <= len(got) + 1          # never more than one domain ahead
+    assert got == [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")] and read == ["a", "b", "c", "d"]
+    assert list(_read_ahead([], reader)) == []
+
+    def failing(domain):
+        if domain == "b":
+            raise OSError("cannot read b")
+        return domain
+
+    seen = []
+    with pytest.raises(OSError, match="cannot read b"):
+        for domain, _ in _read_ahead(["a", "b", "c"], failing):
+            seen.append(domain)
+    assert seen == ["a"]

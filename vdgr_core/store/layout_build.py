@@ -10,8 +10,9 @@ layout and applies its delta, so the rows of unchanged documents are not read ag
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional
+from typing import Callable, Iterable, Iterator, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -341,10 +342,25 @@ def read_entity_vectors(entities_table, domain: str) -> dict[str, np.ndarray]:
     return _vectors_by_id(data)
 
 
+def _read_ahead(domains: list[str], read: Callable[[str], object]) -> Iterator[tuple[str, object]]:
+    """(domain, ``read(domain)``) in order, the next domain read on a thread while the caller
+    works on this one: LanceDB reads release the GIL, so they overlap the layout's assembly
+    and writes (at most two domains' rows in memory)."""
+    if not domains:
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vdgr-layout-read") as pool:
+        ahead = pool.submit(read, domains[0])
+        for i, domain in enumerate(domains):
+            got = [ahead.result()]
+            ahead = pool.submit(read, domains[i + 1]) if i + 1 < len(domains) else None
+            yield domain, got.pop()            # this frame keeps no reference to the rows
+
+
 def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterable[str],
                   options: LayoutOptions = LayoutOptions(), previous: Optional[Mapping[str, object]] = None,
                   deltas: Optional[Mapping[str, DomainDelta]] = None) -> dict[str, LayoutRef]:
-    """Build and publish the layout of each domain in ``domains``; one domain in memory at a time.
+    """Build and publish the layout of each domain in ``domains``; one domain's layout in memory
+    at a time (and the next domain's rows, read meanwhile).
 
     Parameters
     ----------
@@ -358,15 +374,17 @@ def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterab
     """
     out: dict[str, LayoutRef] = {}
     previous, deltas = previous or {}, deltas or {}
-    for domain in sorted(set(domains)):
+
+    def rows_and_vectors(domain: str):
         if domain in previous and domain in deltas:
             rows = apply_delta(rows_of_layout(previous[domain]), deltas[domain])
-            vectors = read_entity_vectors(tables[T.ENTITIES], domain) if options.graph else {}
-        else:
-            raw = read_domain_rows(tables, domain)
-            rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], raw[T.EDGES])
-            vectors = read_entity_vectors(tables[T.ENTITIES], domain) if options.graph and rows.entities.num_rows \
-                else {}
+            return rows, read_entity_vectors(tables[T.ENTITIES], domain) if options.graph else {}
+        raw = read_domain_rows(tables, domain)
+        rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], raw[T.EDGES])
+        return rows, read_entity_vectors(tables[T.ENTITIES], domain) if options.graph and rows.entities.num_rows \
+            else {}
+
+    for domain, (rows, vectors) in _read_ahead(sorted(set(domains)), rows_and_vectors):
         if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
             continue
         arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, vectors), options)
