@@ -13,10 +13,11 @@ Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
         directory edges, in the stage that produced it                                      |
     every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
 
-``embed_last`` (the in-process runner, which runs one stage at a time): the two embedding steps
-wait for the last summarization step (a side input), so the steps that need only text run
-while the embedding child works through the chunk texts sent ahead during the parse; then the
-directory texts, sent ahead when they were summarized, queue behind those and are ready too.
+``embed_last`` (the in-process runner, which runs one stage at a time): the content embedding
+waits for the last summarization step, and the directory embedding for the entity merge and the
+BM25 shards (empty side inputs, :func:`after`). The steps that need only text then run while
+the embedding child works through the chunk texts sent ahead during the parse, and the entity
+merge and BM25 while it embeds the directory texts, sent ahead as they were summarized.
 
 What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
 summaries, one small record per folder child, and file names. Rows are staged by the workers
@@ -123,8 +124,8 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                    dim: int, staging: Staging, dead_from_scan=(), embed_last: bool = False) -> None:
     """Add the build to ``p``: everything is staged under ``staging`` for the commit.
 
-    ``embed_last``: the embedding steps wait for the last summarization step (see the module
-    docstring); for runners that run one stage at a time. Rows are the same either way.
+    ``embed_last``: the embedding steps wait for the steps that do not need their vectors (see
+    the module docstring); for runners that run one stage at a time. Rows are the same either way.
     """
     read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
     tasks = read.tasks
