@@ -57,8 +57,8 @@ class ThreadGovernor:
     merging: at least ``busy`` of a core over the last ``interval`` seconds), the child runs
     one thread fewer than the usable cores; while the parent waits for vectors, all of them.
     Two OpenMP threads on the one core the parent leaves free wait for each other at every
-    barrier: 700 chunk texts took 29-33 s against 17 s on one thread beside a busy process,
-    and making the threads sleep instead of spin (``OMP_WAIT_POLICY=PASSIVE``) cost 13-18%
+    barrier: 800 chunk texts took 29-33 s against 17 s on one thread beside a busy process,
+    and making the threads sleep instead of spin (``OMP_WAIT_POLICY=PASSIVE``) cost 9-18%
     on an idle machine (hand runs on 2 AVX2 cores, docs/DECISIONS.md). Vectors do not depend
     on the thread count.
 
