@@ -70,6 +70,8 @@ Format 2 layouts held ``content_vectors.npy`` and ``dir_vectors.npy`` whole; the
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -85,7 +87,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from scipy import sparse
 
-from vdgr_core.store.location import IndexLocation, make_durable, safe_name
+from vdgr_core.store.location import IndexLocation, safe_name
+from vdgr_core.store.pending import PendingPublish
 from vdgr_core.store.vector_blocks import BlockedVectors
 
 FORMAT = 3                   # 2: content and directory vectors; 3: in shared blocks
@@ -131,11 +134,12 @@ def _hash_file(h, name: str, path: str, block: int = 1 << 23) -> None:
 
 
 def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray],
-                   stores: Mapping[str, pa.Table], meta: dict) -> LayoutRef:
+                   stores: Mapping[str, pa.Table], meta: dict, pending: Optional[PendingPublish] = None) -> LayoutRef:
     """Write one domain's layout folder whole (named by the digest of its files) and return its
     reference. Each file is written to a temporary folder as it is serialized, then read back
     into the digest (no file's bytes are held in memory); a folder already published with the
-    same content is kept."""
+    same content is kept. A local folder is made durable and renamed into place here or, with
+    ``pending``, when it publishes (with the other domains' files)."""
     meta = {**meta, "format": FORMAT, "domain": domain}
     counts = meta["counts"]
     loc = IndexLocation(index_root)
@@ -155,19 +159,32 @@ def publish_layout(index_root: str, domain: str, arrays: Mapping[str, np.ndarray
             with open(path, "wb") as f:
                 writers[name](f)
             _hash_file(h, name, path)
-        if parent is not None:        # durable before it is renamed into place (one syncfs)
-            make_durable([os.path.join(tmp, name) for name in writers], tmp)
         rel = f"layout/{safe_name(domain)}/{h.hexdigest()[:24]}"
         ref = LayoutRef(rel, counts["contents"], counts["sections"], counts["directories"], counts["entities"],
                         counts["documents"])
         if loc.exists(rel):
             shutil.rmtree(tmp, ignore_errors=True)
             return ref
-        loc.publish_folder(tmp, rel)
+        if parent is None:
+            loc.publish_folder(tmp, rel)
+            return ref
+        # durable before it is renamed into place (with many files, one syncfs)
+        with PendingPublish() if pending is None else contextlib.nullcontext(pending) as later:
+            later.add_folder(tmp, [os.path.join(tmp, name) for name in writers],
+                             functools.partial(_publish_unless_there, loc, tmp, rel))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return ref
+
+
+def _publish_unless_there(loc: IndexLocation, tmp: str, rel: str) -> None:
+    """Rename the finished folder ``tmp`` to ``rel``; another run's folder there (the same
+    content: folders are named by it) is kept."""
+    if loc.exists(rel):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        loc.publish_folder(tmp, rel)
 
 
 def layout_format(folder: str) -> int:

@@ -25,6 +25,7 @@ from vdgr_core.store.domain_layout import LayoutRef, publish_layout
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.layout_rows import (DomainDelta, DomainRows, EdgeList, apply_delta, domain_rows, ids_of,
                                          rows_of_layout)
+from vdgr_core.store.pending import PendingPublish
 from vdgr_core.store.vector_blocks import BlockAssignment, write_blocks
 
 _log = logging.getLogger("vdgr.store")
@@ -384,21 +385,23 @@ def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterab
         return rows, read_entity_vectors(tables[T.ENTITIES], domain) if options.graph and rows.entities.num_rows \
             else {}
 
-    for domain, (rows, vectors) in _read_ahead(sorted(set(domains)), rows_and_vectors):
-        if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
-            continue
-        arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, vectors), options)
-        del rows, vectors
-        meta["vector_blocks"] = {}
-        for kind, (row_vectors, assignment) in sorted(blocks.items()):
-            done = write_blocks(index_root, domain, row_vectors, assignment)
-            meta["vector_blocks"][kind] = {"dim": int(row_vectors.shape[1]), "blocks": done.names}
-            _log.debug("%s %s vectors: %d blocks written, %d kept", domain, kind, done.written, done.reused)
-        del blocks
-        out[domain] = publish_layout(index_root, domain, arrays, stores, meta)
-        _log.debug("layout of %s: %s", domain, out[domain].folder)
-        del arrays, stores
-        release_unused_memory(collect=False)      # the next domain starts from this one's base
+    # every domain's files are made durable together, then put in place (store/pending.py)
+    with PendingPublish() as pending:
+        for domain, (rows, vectors) in _read_ahead(sorted(set(domains)), rows_and_vectors):
+            if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
+                continue
+            arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, vectors), options)
+            del rows, vectors
+            meta["vector_blocks"] = {}
+            for kind, (row_vectors, assignment) in sorted(blocks.items()):
+                done = write_blocks(index_root, domain, row_vectors, assignment, pending)
+                meta["vector_blocks"][kind] = {"dim": int(row_vectors.shape[1]), "blocks": done.names}
+                _log.debug("%s %s vectors: %d blocks written, %d kept", domain, kind, done.written, done.reused)
+            del blocks
+            out[domain] = publish_layout(index_root, domain, arrays, stores, meta, pending)
+            _log.debug("layout of %s: %s", domain, out[domain].folder)
+            del arrays, stores
+            release_unused_memory(collect=False)      # the next domain starts from this one's base
     failpoint("commit.layouts_published")
     return out
 

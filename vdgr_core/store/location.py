@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import threading
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence, Union
 
 import pyarrow.fs as pafs
 
@@ -352,8 +352,9 @@ def _syncfs(fd: int) -> bool:
 SYNCFS_MIN_FILES = 64      # from this many files one syncfs, below it an fsync of each
 
 
-def make_durable(paths: list[str], folder: str) -> None:
-    """Make the written files ``paths`` (all in ``folder``) durable, and the folder.
+def make_durable(paths: list[str], folder: Union[str, Sequence[str]]) -> None:
+    """Make the written files ``paths`` durable, and the entries of ``folder`` (one folder, or
+    several: the folders holding ``paths``).
 
     Many files: one ``syncfs`` of their filesystem where the platform has it (one journal
     commit for all of them: at 1M chunks a build writes ~17,000 vector blocks, and an fsync
@@ -361,19 +362,21 @@ def make_durable(paths: list[str], folder: str) -> None:
     little is dirty, and flushes whatever else the filesystem holds)."""
     if not paths:
         return
-    dir_fd = os.open(folder, os.O_RDONLY)
+    folders = [folder] if isinstance(folder, str) else list(folder)
+    dir_fd = os.open(folders[0], os.O_RDONLY)
     try:
         if len(paths) >= SYNCFS_MIN_FILES and _syncfs(dir_fd):
             return
-        for path in paths:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for each in folders:
+        fsync_folder(each)
 
 
 def _exclusive_local_write(path: str, data: bytes) -> bool:

@@ -22,6 +22,7 @@ layout folders (the property tests/pipelines/test_update_property.py checks).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import io
@@ -35,7 +36,8 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from vdgr_core.store.location import IndexLocation, fsync_folder, libc, make_durable, safe_name
+from vdgr_core.store.location import IndexLocation, libc, safe_name
+from vdgr_core.store.pending import PendingPublish
 
 DOCUMENTS_PER_BLOCK = 16     # documents per block, on average (a block of 16 manual pages: ~0.5 MB)
 MAX_BLOCKS = 4096            # blocks per kind of a domain, at most
@@ -327,21 +329,22 @@ class BlocksWritten:
 UPLOAD_GROUP = 32
 
 
-def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: BlockAssignment) -> BlocksWritten:
+def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: BlockAssignment,
+                 pending: Optional[PendingPublish] = None) -> BlocksWritten:
     """Write the blocks of ``vectors`` under ``assignment`` that do not exist yet.
 
     A block the previous layout already holds (``PatchedVectors.reusable``) is named, not read.
     Local files are written under temporary names, made durable together (one ``syncfs``:
-    :func:`~vdgr_core.store.location.make_durable`) and renamed into place; an object store
-    shows a file once its upload completes. Blocks are published before the layout that names
-    them, so a crash leaves at most unnamed blocks and temporary files (``vdgr gc`` removes
-    them)."""
+    :func:`~vdgr_core.store.location.make_durable`) and renamed into place, here or, with
+    ``pending``, when it publishes (with the other domains' files); an object store shows a
+    file once its upload completes. Blocks are published before the layout that names them, so
+    a crash leaves at most unnamed blocks and temporary files (``vdgr gc`` removes them)."""
     reuse = vectors.reusable(assignment) if isinstance(vectors, PatchedVectors) else {}
     loc = IndexLocation(index_root)
     folder = None if loc.remote else os.path.join(loc.local_folder("vectors"), safe_name(domain))
     if folder is not None:
         os.makedirs(folder, exist_ok=True)
-    names, pending, placed, written = [], {}, set(), 0          # pending: temporary file -> final path
+    names, temps, placed, written = [], {}, set(), 0            # temps: temporary file -> final path
     uploads: dict[str, bytes] = {}                               # object store: rel -> bytes, sent in groups
     try:
         for b in range(assignment.k):
@@ -368,20 +371,20 @@ def write_blocks(index_root: str, domain: str, vectors: RowVectors, assignment: 
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            pending[tmp] = final
+            temps[tmp] = final
             placed.add(final)
         if uploads:
             written += loc.write_missing(uploads)
-        if folder is not None and pending:
-            # durable under temporary names first: a block in place is always whole, so a
-            # later run may name it without reading it
-            make_durable(list(pending), folder)
-            for tmp, final in pending.items():
-                os.replace(tmp, final)
-            fsync_folder(folder)
-            written = len(pending)
+        if folder is not None and temps:
+            written = len(temps)
+            with PendingPublish() if pending is None else contextlib.nullcontext(pending) as later:
+                # durable under temporary names first: a block in place is always whole, so a
+                # later run may name it without reading it
+                for tmp, final in temps.items():
+                    later.add_file(tmp, final)
+                temps = {}
     finally:
-        for tmp in pending:
+        for tmp in temps:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return BlocksWritten(names, written, len(reuse))
