@@ -5,6 +5,7 @@ does not import torch; :class:`MiniLMEmbedder` imports it when constructed.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import logging
@@ -223,10 +224,6 @@ PACK_TOKENS = {"fp32": 1024, "bf16": 1024, "int8": 1024}
 _log = logging.getLogger("vdgr.embedding")
 
 
-def _nothing() -> None:
-    return None
-
-
 def _available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -296,6 +293,10 @@ class MiniLMEmbedder:
         self._emulated_bf16 = self.precision == "bf16" and not native_bf16()
         self._auto_here = host_precision(config)
         self.model_id = embedder_identity(config)[0]
+        self.workers = cores
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._executor_size = 0
+        self._pool_lock = threading.Lock()
 
     #: how stored vectors are batched: "packed" (a BERT folder: texts end to end in calls of
     #: one row count), "fixed" (other models: calls of one shape per padded length), both
@@ -304,10 +305,9 @@ class MiniLMEmbedder:
     #: bench/performance/bench_embed.py). Set from the model when constructed.
     batching = "fixed"
 
-    #: called before each model call of :meth:`embed` when set: the embedding child adjusts its
-    #: thread count there (:class:`vdgr_core.embedding_process.ThreadGovernor`); vectors do not
-    #: depend on the thread count
-    before_call: Optional[Callable[[], None]] = None
+    #: threads :meth:`embed` runs model calls on at once, each call on one thread (set to the
+    #: usable cores when constructed); vectors do not depend on it
+    workers: int = 1
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """A query's texts, in float32, each alone at its own length, on one thread.
@@ -337,24 +337,21 @@ class MiniLMEmbedder:
         """Stored vectors (float32 rows) of ``texts`` in this embedder's precision.
 
         Each text's vector depends on the text, the model and the precision only: not on the
-        other texts, their number or the thread count (tests/vdgr_core/test_embedding.py)."""
+        other texts, their number or the thread count (tests/vdgr_core/test_embedding.py).
+        Several model calls run at once, each on one thread (:attr:`workers`)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        torch = self._torch
         t0 = time.perf_counter()
         ids = self._model.token_ids(list(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
-                                                    enabled=self.precision == "bf16"):
-            before = self.before_call or _nothing
-            if self.batching == "packed":
-                for idx in self.packs([len(x) for x in ids]):
-                    before()
-                    out[idx] = self._encode_packed([ids[i] for i in idx])
-            else:
-                for rows, length, idx in self.calls([len(x) for x in ids]):
-                    before()
-                    out[idx] = self._encode(*self._tensors([ids[i] for i in idx], length, rows))[:len(idx)]
+        lengths = [len(x) for x in ids]
+        if self.batching == "packed":
+            calls = [functools.partial(self._packed_into, out, idx, [ids[i] for i in idx])
+                     for idx in self.packs(lengths)]
+        else:
+            calls = [functools.partial(self._fixed_into, out, idx, [ids[i] for i in idx], rows, length)
+                     for rows, length, idx in self.calls(lengths)]
+        self._run_calls(calls)
         if self._emulated_bf16 and len(texts) >= 16:
             self._emulated_bf16 = False                     # said once per process
             _log.warning("this index's vectors are bf16, which this CPU (%s) computes only by emulation: "
@@ -362,6 +359,60 @@ class MiniLMEmbedder:
                          "3-5x faster here", _cpu_line(), len(texts) / (time.perf_counter() - t0),
                          self._auto_here)
         return _normalize_rows(out) if self._normalize else out
+
+    def _packed_into(self, out: np.ndarray, idx: list[int], ids: list[list[int]]) -> None:
+        out[idx] = self._encode_packed(ids)
+
+    def _fixed_into(self, out: np.ndarray, idx: list[int], ids: list[list[int]], rows: int, length: int) -> None:
+        out[idx] = self._encode(*self._tensors(ids, length, rows))[:len(idx)]
+
+    def _run_calls(self, calls: list[Callable[[], None]]) -> None:
+        """Run the model calls: one after another on torch's threads when there is one call or
+        one worker; otherwise on :attr:`workers` threads at once, each call on one thread.
+
+        Independent single-threaded calls beat one call at a time on two OpenMP threads by
+        9-22% on 2 cores (every precision, with and without AVX-512), and beside a process
+        that takes a core for a while, one call slows down instead of a thread team stalling at
+        every barrier (hand runs, docs/DECISIONS.md). A call's result does not depend on its
+        thread (tests/vdgr_core/test_embedding.py)."""
+        torch = self._torch
+        if self.workers < 2 or len(calls) < 2:
+            with torch.inference_mode(), self._autocast():
+                for call in calls:
+                    call()
+            return
+        with self._pool_lock:                   # torch's thread count is the process's
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                futures = [self._pool().submit(self._one_call, call) for call in calls]
+                try:
+                    for f in futures:
+                        f.result()
+                finally:
+                    for f in futures:
+                        f.cancel()
+                    concurrent.futures.wait(futures)   # no call writes after this returns
+            finally:
+                torch.set_num_threads(threads)
+
+    def _one_call(self, call: Callable[[], None]) -> None:
+        # a pool thread runs one thread of its own (its initializer); inference mode and
+        # autocast are per thread
+        with self._torch.inference_mode(), self._autocast():
+            call()
+
+    def _autocast(self):
+        return self._torch.autocast("cpu", dtype=self._torch.bfloat16, enabled=self.precision == "bf16")
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None or self._executor_size != self.workers:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+            self._executor_size = self.workers
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                self.workers, thread_name_prefix="vdgr-embed", initializer=self._torch.set_num_threads, initargs=(1,))
+        return self._executor
 
     def calls(self, lengths: Sequence[int]) -> list[tuple[int, int, list[int]]]:
         """The model calls that embed texts of these token counts: (rows, padded length,

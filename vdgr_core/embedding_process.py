@@ -19,9 +19,8 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
-import time
 from concurrent.futures import Future
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -48,62 +47,6 @@ def _next_call(waiting: "collections.deque[list]", small: int = MERGE_BELOW) -> 
         requests.append(waiting.popleft())
         total += len(requests[-1])
     return requests
-
-
-class ThreadGovernor:
-    """The child's torch thread count, set before each model call from what its parent does.
-
-    The child shares the cores with the pipeline it serves. While the parent computes (parsing,
-    merging: at least ``busy`` of a core over the last ``interval`` seconds), the child runs
-    one thread fewer than the usable cores; while the parent waits for vectors, all of them.
-    Two OpenMP threads on the one core the parent leaves free wait for each other at every
-    barrier: 800 chunk texts took 29-33 s against 17 s on one thread beside a busy process,
-    and making the threads sleep instead of spin (``OMP_WAIT_POLICY=PASSIVE``) cost 9-18%
-    on an idle machine (hand runs on 2 AVX2 cores, docs/DECISIONS.md). Vectors do not depend
-    on the thread count.
-
-    Parameters
-    ----------
-    pid : int
-        The process whose CPU time is watched (Linux ``/proc``; elsewhere nothing changes).
-    set_threads, cores :
-        ``torch.set_num_threads`` and the usable cores.
-    """
-
-    def __init__(self, pid: int, set_threads: Callable[[int], None], cores: int, *,
-                 busy: float = 0.5, interval: float = 0.2, clock: Callable[[], float] = time.monotonic,
-                 cpu_seconds: Optional[Callable[[int], Optional[float]]] = None):
-        self._pid, self._set, self._cores = pid, set_threads, cores
-        self._busy, self._interval, self._clock = busy, interval, clock
-        self._cpu_seconds = cpu_seconds or process_cpu_seconds
-        self._at, self._cpu = clock(), self._cpu_seconds(pid)
-        self.threads = cores
-
-    def __call__(self) -> None:
-        now = self._clock()
-        if self._cpu is None or self._cores < 2 or now - self._at < self._interval:
-            return
-        cpu = self._cpu_seconds(self._pid)
-        if cpu is None:
-            self._cpu = None                # the parent is gone, or no /proc: leave it be
-            return
-        threads = self._cores - 1 if (cpu - self._cpu) / (now - self._at) >= self._busy else self._cores
-        self._at, self._cpu = now, cpu
-        if threads != self.threads:
-            self._set(threads)
-            self.threads = threads
-
-
-def process_cpu_seconds(pid: int) -> Optional[float]:
-    """User and system CPU seconds of process ``pid`` (all its threads), or None without
-    Linux's ``/proc`` or without the process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    # after the command name: state, ppid, ... ; utime and stime are fields 14 and 15 of stat
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: test hook, like ``vdgr_core.store.failpoints``: when this environment variable names a file,
@@ -154,7 +97,6 @@ def _serve(config_json: str, conn, parent: int) -> None:
         from vdgr_core.embedding import make_embedder
 
         embedder = make_embedder(EmbeddingConfig.model_validate_json(config_json))
-        _govern_threads(embedder)
     except BaseException as e:  # reported on the first request
         failure: Optional[str] = f"{type(e).__name__}: {e}"
         embedder = None
@@ -175,15 +117,6 @@ def _serve(config_json: str, conn, parent: int) -> None:
             return
         if pause:
             _pause_here(pause)
-
-
-def _govern_threads(embedder) -> None:
-    """Give a local model's calls a :class:`ThreadGovernor` watching this child's parent."""
-    if not hasattr(embedder, "before_call"):
-        return
-    import torch
-
-    embedder.before_call = ThreadGovernor(os.getppid(), torch.set_num_threads, torch.get_num_threads())
 
 
 def _answer(conn, embedder, failure: Optional[str], requests: list[list]) -> None:

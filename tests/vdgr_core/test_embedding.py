@@ -143,21 +143,50 @@ def test_minilm_vector_does_not_depend_on_its_batch(precision):
         torch.set_num_threads(threads)
 
 
-def test_threads_changed_between_calls_leave_the_vectors_alone():
-    """The embedding child changes its thread count before model calls (ThreadGovernor)."""
+@pytest.mark.parametrize("precision", ["int8", "bf16"])
+def test_calls_on_a_pool_of_single_threaded_workers_give_the_same_bits(precision):
+    """Several model calls at once, each on one thread, equal one call at a time on torch's
+    threads, whatever the number of workers (bf16: autocast is per thread, so a pool thread
+    must enter it too), and the caller's thread count is kept."""
     import torch
 
-    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="int8"))
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision=precision))
     texts = [f"Sentence {i} about charging " + "and pairing devices " * (i % 40) for i in range(60)]
-    steady = emb.embed(texts)
-    threads, flips = torch.get_num_threads(), []
-    emb.before_call = lambda: (flips.append(1), torch.set_num_threads(1 + len(flips) % 2))
+    assert len(emb.packs([len(x) for x in emb._model.token_ids(texts)])) > 2     # several calls
+    workers, threads = emb.workers, torch.get_num_threads()
     try:
-        np.testing.assert_array_equal(emb.embed(texts), steady)
+        emb.workers = 1
+        one_at_a_time = emb.embed(texts)
+        for n in (2, 3):
+            emb.workers = n
+            np.testing.assert_array_equal(emb.embed(texts), one_at_a_time)
+            assert torch.get_num_threads() == threads
     finally:
-        emb.before_call = None
-        torch.set_num_threads(threads)
-    assert len(flips) > 2                       # one per model call, and there were several
+        emb.workers = workers
+
+
+def test_a_failing_call_on_the_pool_raises_and_the_next_embed_works(monkeypatch):
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="int8"))
+    texts = [f"Sentence {i} " + "about pairing " * (i % 50) for i in range(80)]
+    want = emb.embed(texts)
+    workers, real = emb.workers, emb._encode_packed
+    seen = []
+
+    def second_fails(ids):
+        seen.append(1)
+        if len(seen) == 2:
+            raise RuntimeError("out of memory in a model call")
+        return real(ids)
+
+    emb.workers = 2
+    monkeypatch.setattr(emb, "_encode_packed", second_fails)
+    try:
+        with pytest.raises(RuntimeError, match="out of memory"):
+            emb.embed(texts)
+        monkeypatch.setattr(emb, "_encode_packed", real)
+        np.testing.assert_array_equal(emb.embed(texts), want)
+    finally:
+        emb.workers = workers
 
 
 def test_minilm_packs_texts_end_to_end_into_calls_of_one_row_count():
