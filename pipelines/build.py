@@ -25,6 +25,7 @@ that make them, in files of bounded size; the driver streams them into LanceDB.
 """
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import apache_beam as beam
@@ -98,6 +99,13 @@ class ContentPartition:
         return row["domain"], subshard_of(row["source"], self._subshards.get(row["domain"], 1), row["acl"])
 
 
+def chunk_texts(doc, model_id: str):
+    """(embedding key, text) of each chunk of a parsed document: what its content rows embed."""
+    for c in doc.chunks:
+        text = content_embedding_text(c.path, c.text)
+        yield embedding_key(model_id, text), text
+
+
 def content_items(adoc, model_id: str):
     """(embedding key, text, row without vector) of each chunk of an annotated document."""
     for a in adoc.chunks:
@@ -131,15 +139,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     tasks = read.tasks
     parsed = tasks | "Parse documents" >> ParseDocuments(config)
 
-    def chunk_texts(doc):
-        for c in doc.chunks:
-            text = content_embedding_text(c.path, c.text)
-            yield embedding_key(model_id, text), text
-
     # with the in-process runner and a model in a child process, chunk texts are sent ahead so
     # the child embeds while this process annotates (transforms/embed.py, EmbeddingPrefetcher)
     annotated = (parsed.documents
-                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, chunk_texts)
+                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, functools.partial(chunk_texts, model_id=model_id))
                  | "Annotate documents" >> AnnotateDocuments(config))
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     trees = annotated | "Document trees" >> beam.Map(document_tree)
@@ -197,5 +200,5 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
          | "Publish staged" >> PublishStaged(staging.root))
 
 
-__all__ = ["after", "build_pipeline", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",
+__all__ = ["after", "build_pipeline", "chunk_texts", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",
            "subshards_per_domain", "max_folder_level"]
