@@ -6,7 +6,6 @@ import sys
 
 import pytest
 
-from vdgr_core.store import location
 from vdgr_core.store.location import SYNCFS_MIN_FILES, make_durable, safe_name
 
 
@@ -21,20 +20,8 @@ def _files(folder, n: int) -> list[str]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux's")
-def test_many_files_take_one_syncfs_and_a_few_an_fsync_each(tmp_path, monkeypatch):
-    calls = {"syncfs": 0, "fsync": 0}
-    real_syncfs, real_fsync = location._syncfs, os.fsync
-
-    def counted_syncfs(fd):
-        calls["syncfs"] += 1
-        return real_syncfs(fd)
-
-    def counted_fsync(fd):
-        calls["fsync"] += 1
-        return real_fsync(fd)
-
-    monkeypatch.setattr(location, "_syncfs", counted_syncfs)
-    monkeypatch.setattr(location.os, "fsync", counted_fsync)
+def test_many_files_take_one_syncfs_and_a_few_an_fsync_each(tmp_path, durability_calls):
+    calls = durability_calls
     make_durable(_files(tmp_path, SYNCFS_MIN_FILES), str(tmp_path))
     assert calls == {"syncfs": 1, "fsync": 0}
     few = tmp_path / "few"

@@ -16,24 +16,6 @@ def _write(path: str, data: bytes = b"x") -> str:
     return path
 
 
-@pytest.fixture
-def durability_calls(monkeypatch):
-    calls = {"syncfs": 0, "fsync": 0}
-    real_syncfs, real_fsync = location._syncfs, os.fsync
-
-    def counted_syncfs(fd):
-        calls["syncfs"] += 1
-        return real_syncfs(fd)
-
-    def counted_fsync(fd):
-        calls["fsync"] += 1
-        return real_fsync(fd)
-
-    monkeypatch.setattr(location, "_syncfs", counted_syncfs)
-    monkeypatch.setattr(location.os, "fsync", counted_fsync)
-    return calls
-
-
 def _folder_publisher(tmp: str, final: str, order: list):
     def publish():
         order.append(("folder", final))
