@@ -397,9 +397,13 @@ class MiniLMEmbedder:
                 torch.set_num_threads(threads)
 
     def _one_call(self, call: Callable[[], None]) -> None:
-        # a pool thread runs one thread of its own (its initializer); inference mode and
-        # autocast are per thread
-        with self._torch.inference_mode(), self._autocast():
+        # one thread of its own: OpenMP's and MKL's counts are per thread (torch's count, the
+        # process's, is 1 until every call has returned); so are inference mode and autocast.
+        # Not in the pool's initializer: a thread that starts late would set torch's count to
+        # 1 after embed() restored it
+        torch = self._torch
+        torch.set_num_threads(1)
+        with torch.inference_mode(), self._autocast():
             call()
 
     def _autocast(self):
@@ -410,8 +414,7 @@ class MiniLMEmbedder:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
             self._executor_size = self.workers
-            self._executor = concurrent.futures.ThreadPoolExecutor(
-                self.workers, thread_name_prefix="vdgr-embed", initializer=self._torch.set_num_threads, initargs=(1,))
+            self._executor = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="vdgr-embed")
         return self._executor
 
     def calls(self, lengths: Sequence[int]) -> list[tuple[int, int, list[int]]]:
