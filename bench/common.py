@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Optional
 
 import yaml
 
@@ -143,12 +143,15 @@ def vdgr_command() -> str:
     return str(Path(sys.executable).with_name("vdgr"))
 
 
-def perf_arguments(description: str, out_name: str, argv=None):
-    """The options the indexing benchmarks share: --work, --embedding, --out."""
+def perf_arguments(description: str, out_name: str, argv=None, repeats: Optional[int] = None):
+    """The options the indexing benchmarks share: --work, --embedding, --out (and --repeats,
+    with this default, where a benchmark repeats its runs)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     ap.add_argument("--embedding", default="minilm", choices=["minilm", "hashing"])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / out_name)
+    if repeats is not None:
+        ap.add_argument("--repeats", type=int, default=repeats, help="runs of each side, the best kept")
     return ap.parse_args(argv)
