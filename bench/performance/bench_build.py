@@ -67,13 +67,14 @@ def main(argv=None) -> int:
             shutil.rmtree(index)
         build_s, build_out = run_timed([vdgr_command(), "index", str(corpus), "--index", str(index),
                                          "--embedding", args.embedding, "-q"])
+        if repeat == 0:                       # the build's processes only (the largest child so far)
+            peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         _, embed_out = run_timed([sys.executable, "-c", _EMBED_ALONE, str(index), args.embedding,
                                   "padded" if repeat == 0 else "packed"])
         run = json.loads(embed_out.strip().splitlines()[-1])
         embed = embed or run                  # the first run also measures free batches, side by side
         builds.append(build_s)
         alones.append(run["embed_s"] + run["load_s"])
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     build_s, alone_s = min(builds), min(alones)
     manifest = json.loads((index / "manifest.json").read_text())
     chunks = manifest["counts"]["contents"]
