@@ -257,7 +257,8 @@ class MiniLMEmbedder:
     Notes
     -----
     Never downloads. torch's intra-op thread count is raised to the number of usable cores if
-    it is lower, and the process keeps freed heap pages (:func:`vdgr_core.memory.keep_freed_memory`).
+    it is lower; :meth:`embed` runs its model calls on that many threads, one thread each. The
+    process keeps freed heap pages (:func:`vdgr_core.memory.keep_freed_memory`).
     Stored vectors are reproducible: see :meth:`calls`.
     """
 
@@ -295,7 +296,7 @@ class MiniLMEmbedder:
         self.model_id = embedder_identity(config)[0]
         self.workers = cores
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._executor_size = 0
+        self._executor_key = (0, 0)                 # (workers, process) it was made for
         self._pool_lock = threading.Lock()
 
     #: how stored vectors are batched: "packed" (a BERT folder: texts end to end in calls of
@@ -410,10 +411,11 @@ class MiniLMEmbedder:
         return self._torch.autocast("cpu", dtype=self._torch.bfloat16, enabled=self.precision == "bf16")
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._executor is None or self._executor_size != self.workers:
-            if self._executor is not None:
+        # a forked process inherits the executor but not its threads: it makes its own
+        if self._executor is None or self._executor_key != (self.workers, os.getpid()):
+            if self._executor is not None and self._executor_key[1] == os.getpid():
                 self._executor.shutdown(wait=False)
-            self._executor_size = self.workers
+            self._executor_key = (self.workers, os.getpid())
             self._executor = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="vdgr-embed")
         return self._executor
 

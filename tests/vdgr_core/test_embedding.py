@@ -1,6 +1,7 @@
 """Embedders: the hashing fake, the OpenAI-compatible endpoint, and (integration) MiniLM."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -364,3 +365,34 @@ def test_emulated_bf16_is_said_once_with_the_measured_rate(monkeypatch, caplog):
     said = [r.getMessage() for r in caplog.records if r.name == "vdgr.embedding"]
     assert len(said) == 1 and "texts/s" in said[0] and "--embedding-precision auto (int8 on this CPU)" in said[0]
     assert make_embedder(EmbeddingConfig(precision="fp32"))._emulated_bf16 is False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_process_embeds_on_a_pool_of_its_own():
+    """A process forked after the embedder's pool started inherits the executor but none of
+    its threads; it must not queue calls that no thread will run."""
+    import signal
+
+    emb = make_embedder(EmbeddingConfig(kind="minilm", precision="int8"))
+    texts = [f"Sentence {i} " + "about pairing " * (i % 50) for i in range(80)]
+    assert len(emb.packs([len(x) for x in emb._model.token_ids(texts)])) > 2
+    workers = emb.workers
+    emb.workers = 2
+    try:
+        want = emb.embed(texts)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                  # the child: embed, report, leave at once
+            signal.alarm(60)                          # a call no thread runs: end, not hang
+            try:
+                ok = np.array_equal(emb.embed(texts), want)
+                os.write(write, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            got = f.read()
+        os.waitpid(pid, 0)
+        assert got == b"1"
+    finally:
+        emb.workers = workers
