@@ -81,9 +81,9 @@ class EmbeddingPrefetcher:
         Texts already in the index's embedding cache are not sent.
     window : int
         Texts per request. The whole window goes to the embedder at once: the local model
-        fills each of its fixed-shape calls from the texts of one padded length, and a small
-        request leaves most calls part-empty (on bench_embed's chunk texts, requests of 64 ran
-        at half the texts/s of requests of 600: hand runs, docs/DECISIONS.md).
+        fills its calls from one request's texts, and a small request leaves calls part-empty
+        (with the earlier fixed-shape calls, requests of 64 of bench_embed's chunk texts ran at
+        half the texts/s of requests of 600: hand runs, docs/DECISIONS.md).
     """
 
     def __init__(self, embedder, cache: EmbeddingCache, window: int = 1024):
@@ -247,7 +247,7 @@ class _EmbedBatchesDoFn(beam.DoFn):
     embedded number ``MIN_REQUEST`` or more (or the child has nothing to do); they are then sent
     as one request, and the batches of the request before it are taken. The child always has
     the next request waiting while this process takes vectors and makes batches, and requests
-    are large enough to fill its fixed-shape calls (taking each batch as it filled left the
+    are large enough to fill its model calls (taking each batch as it filled left the
     child idle between some 40 requests, the pipeline idle while each was embedded, and many
     requests of under 20 texts, each costing a full call per padded length: hand runs,
     docs/DECISIONS.md).

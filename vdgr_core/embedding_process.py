@@ -30,9 +30,10 @@ from schemas.errors import EmbeddingError
 
 
 #: a request of fewer texts than this is embedded together with the small requests waiting
-#: behind it, until the call holds this many texts: the local model fills each fixed-shape call
-#: from texts of one padded length, so many small requests (one per Beam bundle) embedded one by
-#: one left most calls part-empty. A request this large is embedded alone and answered at once:
+#: behind it, until the call holds this many texts: the local model fills its calls from one
+#: request's texts (packed end to end, run on several threads at once), so many small requests
+#: (one per Beam bundle) embedded one by one left calls part-empty and threads idle (measured
+#: with the earlier fixed-shape calls). A request this large is embedded alone and answered at once:
 #: merged with the requests behind it, it waited for theirs too (a build's last chunk texts
 #: waited ~7 s for the directory texts sent after them; hand runs, docs/DECISIONS.md)
 MERGE_BELOW = 512
