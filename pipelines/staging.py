@@ -1,10 +1,10 @@
-"""The staging area of one pipeline run: the task manifest, staged Parquet parts, their list.
+"""The staging area of one pipeline run: the task manifest, staged row files, their list.
 
 Staging lives under ``<index>/_staging/<run>``:
 
 * ``tasks/part-NNNNN.jsonl``: the documents to process, written by the driver in parts of
   ``TASKS_PER_FILE`` and read by workers (the job graph does not grow with the corpus);
-* ``<table>/part-...parquet``: rows staged by workers in bounded files;
+* ``<table>/part-...arrow``: rows staged by workers in bounded Arrow IPC files;
 * ``staged.json``: what the publish step listed (files, rows and per-domain digests of each
   table, and the other staged records: BM25 sub-shards, ...).
 
@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.write import STAGED_LIST
+from transforms.write import STAGED_LIST, decode_rows
 from vdgr_core.corpus import CorpusScan, task_to_json
 from vdgr_core.store import digest as dg
 from vdgr_core.store.location import beam_path
@@ -107,9 +106,9 @@ class Staging:
         target = pa.schema([schema.field(n) for n in names])
         for path in staged.files.get(name, []):
             with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                reader = pq.ParquetFile(pa.BufferReader(f.read()))
-                for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=names):
-                    yield batch.cast(target) if batch.schema != target else batch
+                table = decode_rows(f.read()).select(names)
+            for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+                yield batch.cast(target) if batch.schema != target else batch
 
     def reader(self, name: str, schema: pa.Schema, staged: Optional[StagedList] = None) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(schema, self.batches(name, schema, staged=staged))

@@ -1,18 +1,18 @@
-"""Staged table output (Parquet through Beam filesystems) and its publication.
+"""Staged table output (Arrow IPC files through Beam filesystems) and its publication.
 
-Workers write the rows of every table as Parquet files of at most ``max_rows`` rows (a bundle
+Workers write the rows of every table as Arrow IPC stream files of at most ``max_rows`` rows,
+uncompressed (a bundle
 never holds a whole table), each under a temporary name beside its final place, and digest the
 rows they write per domain (vdgr_core/store/digest.py). Each file becomes a small *staged
 record* (table, temporary path, rows, digests; BM25 sub-shards and other published pieces are
 staged records too). One final step (:class:`PublishStaged`) renames the files of the bundles
-that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.parquet`` and writes ``staged.json``: the
+that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.arrow`` and writes ``staged.json``: the
 files of each table, their row counts and the per-domain digests summed. The driver's commit
 reads only that list and streams the files into LanceDB. A retried bundle only leaves an
 unread temporary file, which goes with the staging area.
 """
 from __future__ import annotations
 
-import io
 import json
 import uuid
 from collections import defaultdict
@@ -20,7 +20,6 @@ from typing import Callable, Optional
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -29,6 +28,10 @@ from vdgr_core.store import digest as dg
 
 STAGED_LIST = "staged.json"
 DEFAULT_MAX_ROWS = 4096
+#: staged row files: Arrow IPC streams. A staged file is read once, by the same version of this
+#: code, so it needs no encoding: writing one costs ~4x less than uncompressed Parquet here and
+#: reading it back is zero-copy (docs/DECISIONS.md)
+STAGED_SUFFIX = ".arrow"
 
 
 def _write_temp(prefix: str, suffix: str, data: bytes) -> str:
@@ -45,14 +48,21 @@ def part_token(part) -> str:
 
 
 def encode_rows(rows: list[dict], schema: pa.Schema) -> tuple[bytes, pa.Table]:
+    """(the staged file's bytes, the table) of ``rows``."""
     table = pa.Table.from_pylist(rows, schema=schema)
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="none")
-    return buf.getvalue(), table
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes(), table
+
+
+def decode_rows(data) -> pa.Table:
+    """The table in a staged file's bytes (:func:`encode_rows`); zero-copy."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
 class _StageRowsDoFn(beam.DoFn):
-    """Rows of one table -> Parquet files of at most ``max_rows`` rows, one staged record each."""
+    """Rows of one table -> staged files of at most ``max_rows`` rows, one staged record each."""
 
     def __init__(self, table: str, prefix: str, schema: pa.Schema, partition: Optional[Callable],
                  max_rows: int, digest: bool):
@@ -80,13 +90,13 @@ class _StageRowsDoFn(beam.DoFn):
         token = part_token(part)
         prefix = f"{self._prefix}-{token}" if token else self._prefix
         digests = dg.domain_digests(table) if self._digest else {}
-        return {"kind": "file", "table": self._table, "prefix": prefix, "suffix": ".parquet",
-                "temp": _write_temp(prefix, ".parquet", data), "part": list(part), "rows": len(rows),
+        return {"kind": "file", "table": self._table, "prefix": prefix, "suffix": STAGED_SUFFIX,
+                "temp": _write_temp(prefix, STAGED_SUFFIX, data), "part": list(part), "rows": len(rows),
                 "digests": {d: dg.to_hex(v) for d, v in digests.items()}}
 
 
 class StageRows(beam.PTransform):
-    """Rows (dicts) of table ``table`` -> staged Parquet files under ``prefix`` (staged records).
+    """Rows (dicts) of table ``table`` -> staged files under ``prefix`` (staged records).
 
     Parameters
     ----------
@@ -105,12 +115,13 @@ class StageRows(beam.PTransform):
         self._args = (table, prefix, schema, partition, max_rows, digest)
 
     def expand(self, rows):
-        return rows | "Write parquet parts" >> beam.ParDo(_StageRowsDoFn(*self._args))
+        return rows | "Write staged files" >> beam.ParDo(_StageRowsDoFn(*self._args))
 
 
 def read_staged_file(path: str) -> pa.Table:
+    """The rows of one staged file."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pq.read_table(pa.BufferReader(f.read()))
+        return decode_rows(f.read())
 
 
 def _publish(_key, records, root: str = "") -> str:

@@ -46,7 +46,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                                                           "vdgr_core/indexing/per_document.py")),
     ("embedding (hashing) and its cache", ("vdgr_core/embedding.py", "vdgr_core/indexing/embed_cache.py",
                                            "transforms/embed.py")),
-    ("staging files (Parquet)", ("transforms/write.py", "pipelines/staging.py")),
+    ("staging files (Arrow IPC)", ("transforms/write.py", "pipelines/staging.py")),
     ("BM25 shards (tantivy)", ("vdgr_core/store/tantivy_shard.py", "transforms/bm25.py")),
     ("commit (LanceDB, layouts, manifest)", ("pipelines/commit.py",)),
     ("pipeline set-up and driver", ("pipelines/", "runners/")),
