@@ -167,12 +167,54 @@ def test_an_update_patches_the_previous_layout_and_equals_a_rebuild(tmp_path, mo
         raise AssertionError("an update must patch the previous layout, not read the domain's rows")
 
     monkeypatch.setattr(layout_build, "read_domain_rows", no_table_reads)
+    monkeypatch.setattr(layout_build, "read_tables_whole", no_table_reads)
     run_update(cfg)
     monkeypatch.undo()
     run_build(BuildConfig(corpus=corpus, index=fresh, embedding=EmbeddingConfig(kind="hashing")))
     updated, rebuilt = IndexReader(live).manifest, IndexReader(fresh).manifest
     assert updated.layouts == rebuilt.layouts
     assert updated.layouts["hr"] == hr_before                # an untouched domain keeps its folder
+
+
+def test_small_tables_are_read_whole_once_and_give_the_same_layouts(tmp_path, monkeypatch):
+    from vdgr_core.store import layout_build
+
+    corpus = write_corpus(str(tmp_path / "corpus"))
+    reads = defaultdict(int)
+
+    def counted(way, name):
+        real = getattr(layout_build, name)
+
+        def read(*args, **kwargs):
+            reads[(way, name)] += 1
+            return real(*args, **kwargs)
+        return read
+
+    for way in ("whole", "filtered"):
+        for name in ("read_domain_rows", "read_tables_whole"):
+            monkeypatch.setattr(layout_build, name, counted(way, name))
+        # 3 domains: read whole from 1 domain on, filtered once the tables count as large
+        monkeypatch.setattr(layout_build, "WHOLE_READ_MIN_DOMAINS", 1 if way == "whole" else 4)
+        monkeypatch.setattr(layout_build, "WHOLE_READ_BYTES", 1 << 30 if way == "whole" else 0)
+        run_build(BuildConfig(corpus=corpus, index=str(tmp_path / way), embedding=EmbeddingConfig(kind="hashing")))
+        monkeypatch.undo()
+    assert dict(reads) == {("whole", "read_tables_whole"): 1, ("filtered", "read_domain_rows"): 3}
+    whole, filtered = IndexReader(str(tmp_path / "whole")).manifest, IndexReader(str(tmp_path / "filtered")).manifest
+    assert whole.layouts == filtered.layouts and set(whole.layouts) == {"hr", "net", "specs"}
+
+
+def test_rows_split_by_domain_keep_every_row_with_a_domain():
+    import pyarrow as pa
+
+    from vdgr_core.store.layout_build import _split_by_domain
+
+    rows = pa.table({"id": ["a", "b", "c", "d", "e"], "domain": ["net", None, "hr", "net", "hr"]})
+    parts = _split_by_domain(rows)
+    assert sorted(parts) == ["hr", "net"]
+    assert parts["net"].column_names == ["id"]
+    assert sorted(parts["net"].column("id").to_pylist()) == ["a", "d"]
+    assert sorted(parts["hr"].column("id").to_pylist()) == ["c", "e"]
+    assert _split_by_domain(rows.slice(1, 1)) == {}
 
 
 def test_layouts_read_the_next_domain_ahead_in_order_and_at_most_one():
