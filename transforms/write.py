@@ -1,15 +1,14 @@
 """Staged table output (Arrow IPC files through Beam filesystems) and its publication.
 
-Workers write the rows of every table as Arrow IPC stream files of at most ``max_rows`` rows,
-uncompressed (a bundle
-never holds a whole table), each under a temporary name beside its final place, and digest the
-rows they write per domain (vdgr_core/store/digest.py). Each file becomes a small *staged
-record* (table, temporary path, rows, digests; BM25 sub-shards and other published pieces are
-staged records too). One final step (:class:`PublishStaged`) renames the files of the bundles
-that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.arrow`` and writes ``staged.json``: the
-files of each table, their row counts and the per-domain digests summed. The driver's commit
-reads only that list and streams the files into LanceDB. A retried bundle only leaves an
-unread temporary file, which goes with the staging area.
+Workers write the rows of every table as uncompressed Arrow IPC stream files of at most
+``max_rows`` rows (a bundle never holds a whole table), each under a temporary name beside its
+final place, and digest the rows they write per domain (vdgr_core/store/digest.py). Each file
+becomes a small *staged record* (table, temporary path, rows, digests; BM25 sub-shards and
+other published pieces are staged records too). One final step (:class:`PublishStaged`)
+renames the files of the bundles that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.arrow``
+and writes ``staged.json``: the files of each table, their row counts and the per-domain
+digests summed. The driver's commit reads only that list and streams the files into LanceDB.
+A retried bundle only leaves an unread temporary file, which goes with the staging area.
 """
 from __future__ import annotations
 
