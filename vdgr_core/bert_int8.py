@@ -1,48 +1,60 @@
 """int8 weight products for the plain-torch BERT encoder (``precision="int8"``).
 
 The four products of each layer (query/key/value, attention output, the feed-forward pair) are
-about 77% of a float32 pass. Here the first three (:data:`INT8_PRODUCTS`) run as int8 x int8 ->
-int32 matrix products (``torch._int_mm``, oneDNN's integer kernels); the feed-forward output,
-embeddings, norms, attention and GELU stay float32. Three choices keep the vectors reproducible
-and close to float32:
+about 77% of a float32 pass. Here the first three (:data:`INT8_PRODUCTS`) run as uint8 x int8 ->
+int32 matrix products in fbgemm (``quantized::linear_with_input_q_dq_qweight_dq_output_fp32``:
+it quantizes the float rows while it packs them, multiplies in integers and scales the sums back
+by each column's weight scale, in one call); the feed-forward output, embeddings, norms,
+attention and GELU stay float32. Three choices keep the vectors reproducible and close to
+float32:
 
 - **Each activation row is quantized on its own**, asymmetrically: its midpoint and half-range
-  map it onto [-127, 127]. A row's result depends on that row alone, never on the rows packed
-  beside it, and no level is spent on values a row does not take (GELU outputs are >= -0.17).
-- **Weights keep 7 bits** (:data:`WEIGHT_QMAX`), one scale per output column. x86 CPUs without
-  VNNI multiply int8 pairs with ``vpmaddubsw``, whose 16-bit partial sums saturate with 8-bit
-  weights (capped at AVX2, ``torch._int_mm`` of 127s over 1,536 terms returned 195,840 for
-  24,774,144); with 7 bits every integer sum is exact, whatever the instruction set, blocking
-  or thread count.
+  map it onto [-1, 1], which fbgemm quantizes at one fixed step (1/:data:`ACTIVATION_QMAX`,
+  zero point :data:`ZERO_POINT`). A row's integers depend on that row alone, never on the rows
+  packed beside it, and no level is spent on values a row does not take.
+- **Weights get 8 bits, activations 7** (:data:`WEIGHT_QMAX`, one scale per output column;
+  :data:`ACTIVATION_QMAX`). x86 CPUs without VNNI multiply uint8 by int8 pairs with
+  ``vpmaddubsw``, whose 16-bit partial sums saturate when both have 8 bits; with 2 x 127 x 127
+  < 2^15 every integer sum is exact, whatever the instruction set, blocking or thread count.
+  The bit goes to the weights because they carried most of the error: with 7-bit weights and
+  8-bit activations, 300 EManual chunk texts were 1.21e-3 in mean cosine distance from float32,
+  1.08e-3 of it with the weights alone quantized and 1.2e-4 with the activations alone; with
+  8-bit weights and 7-bit activations, 6.9e-4 (max 1.19e-3 against 2.19e-3; hand runs).
 - **Outlier channels are smoothed into the weights** (SmoothQuant, its published
   ``alpha = 0.5``): input channel ``k`` is divided by ``s_k`` and weight column ``k`` multiplied
   by it, ``s_k = sqrt(peak_k / max|W_k|)`` rounded to a power of two (so the division is exact).
   ``peak_k`` is channel ``k``'s largest input magnitude over :data:`CALIBRATION_TEXTS`, a fixed
   set of sentences, in float32: the factors are a function of the model alone.
 
-Cosine distance to float32 on 600 bench_embed texts (hand runs; the calibration sentences are
-not among them): mean 1.2e-3, max 2.5e-3. All four products in int8 with this scheme: 2.3e-3 /
-4.9e-3; per-row symmetric quantization without smoothing: 3.4e-3 / 6.1e-3. Speed and retrieval
-quality: BENCHMARKS.md, blocks ``embed`` and ``precision``.
+Until model id scheme ``packed1-int8v2`` the products ran in ``torch._int_mm`` (oneDNN) with
+7-bit weights and 8-bit activations; the torch passes that quantized each row and converted
+the sums back took most of the integer product's gain on an AVX2-only core, and fbgemm uses
+VNNI where the CPU has it. Speed and retrieval quality: BENCHMARKS.md, blocks ``embed`` and
+``precision``; docs/DECISIONS.md.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
+from schemas.errors import ConfigError
 from vdgr_core.bert_encoder import BertEncoder
 
-#: weight levels each side of zero: 7 bits, so no 16-bit partial sum saturates without VNNI
-WEIGHT_QMAX = 63
-#: activation levels each side of a row's midpoint
-ACTIVATION_QMAX = 127
+#: weight levels each side of zero: 8 bits
+WEIGHT_QMAX = 127
+#: activation levels each side of a row's midpoint: 7 bits, so that no 16-bit partial sum of
+#: two uint8 x int8 products saturates without VNNI (2 x 127 x 127 < 2^15)
+ACTIVATION_QMAX = 63
+#: the uint8 level of a row's midpoint: a row takes levels 1 to 127
+ZERO_POINT = 64
 #: SmoothQuant's migration strength: 0 leaves the activations alone, 1 moves all to the weights
 SMOOTHING_ALPHA = 0.5
 #: the products run in int8, by their name within a layer. The feed-forward output's input is
-#: GELU's, heavy-tailed: in int8 it carried half the vectors' error (600 bench_embed texts,
-#: cosine distance to float32: mean 2.3e-3 with it, 1.2e-3 without), so it stays float32
+#: GELU's, heavy-tailed: in int8 it carried half the vectors' error (300 EManual chunk texts,
+#: mean cosine distance to float32: 1.5e-3 with it, 6.9e-4 without), so it stays float32
 INT8_PRODUCTS = ("attention.self.qkv", "attention.output.dense", "intermediate.dense")
 #: a half-range below this is a constant row: all its levels are 0, its midpoint carries it
 _FLAT = 1e-30
@@ -77,15 +89,16 @@ CALIBRATION_TEXTS = (
 class Int8Weight:
     """One product's weight, ready for :func:`int8_linear`.
 
-    ``q``: int8, shape (in, out), at most :data:`WEIGHT_QMAX` in magnitude; ``scale``: float
+    ``q``: int8, shape (out, in), at most :data:`WEIGHT_QMAX` in magnitude; ``scale``: float
     per output column; ``inv_smooth``: what each input channel is multiplied by (powers of two);
     ``column_sum``: the dequantized weight summed over inputs, per output column (carries each
-    row's midpoint)."""
+    row's midpoint); ``packed``: ``q`` and ``scale`` packed for fbgemm."""
 
     q: torch.Tensor
     scale: torch.Tensor
     inv_smooth: torch.Tensor
     column_sum: torch.Tensor
+    packed: object
 
 
 def quantize_weight(weight: torch.Tensor, input_peak: torch.Tensor) -> Int8Weight:
@@ -97,13 +110,35 @@ def quantize_weight(weight: torch.Tensor, input_peak: torch.Tensor) -> Int8Weigh
     smoothed = weight * smooth
     scale = smoothed.abs().amax(dim=1).clamp(min=tiny) / WEIGHT_QMAX
     q = torch.round(smoothed / scale[:, None]).to(torch.int8)
-    return Int8Weight(q.t().contiguous(), scale, 1.0 / smooth, (q.float() * scale[:, None]).sum(dim=1))
+    return Int8Weight(q, scale, 1.0 / smooth, (q.float() * scale[:, None]).sum(dim=1), _pack(q, scale))
+
+
+def _pack(q: torch.Tensor, scale: torch.Tensor) -> object:
+    """``q`` (out, in) with its column scales, packed for fbgemm's products.
+
+    torch 2.13 marks its quantized tensors deprecated (they move to torchao); the pinned torch
+    has them, and a torch without them gets a clear error, not other vectors.
+    """
+    if "fbgemm" not in torch.backends.quantized.supported_engines or not hasattr(
+            torch.ops.quantized, "linear_with_input_q_dq_qweight_dq_output_fp32"):
+        raise ConfigError("int8 embeddings need torch's fbgemm kernels (an x86 build of torch "
+                          "with its quantized operators); use --embedding-precision fp32")
+    engine = torch.backends.quantized.engine
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+        weight = torch.quantize_per_channel(q.float() * scale[:, None], scale.double(),
+                                            torch.zeros(q.shape[0], dtype=torch.long), 0, torch.qint8)
+    torch.backends.quantized.engine = "fbgemm"      # the packing chooses the kernels
+    try:
+        return torch.ops.quantized.linear_prepack(weight, None)
+    finally:
+        torch.backends.quantized.engine = engine
 
 
 def int8_linear(x: torch.Tensor, weight: Int8Weight, bias: torch.Tensor) -> torch.Tensor:
     """``x @ W.T + bias`` with ``W`` from :func:`quantize_weight`, each row of ``x`` in int8.
 
-    The product is summed in int32 (exact) and scaled back with the row's and the column's
+    The product is summed in int32 (exact) and scaled back with the column's and the row's
     scales: a row's result is the same bits whatever rows surround it.
     """
     lead, width = x.shape[:-1], x.shape[-1]
@@ -111,9 +146,10 @@ def int8_linear(x: torch.Tensor, weight: Int8Weight, bias: torch.Tensor) -> torc
     hi, lo = rows.amax(dim=1, keepdim=True), rows.amin(dim=1, keepdim=True)
     mid = (hi + lo).mul_(0.5)
     half = hi.sub_(lo).mul_(0.5).clamp_(min=_FLAT)
-    q = rows.sub_(mid).mul_(ACTIVATION_QMAX / half).round_().to(torch.int8)
-    out = torch._int_mm(q, weight.q).float().mul_(half.mul_(1.0 / ACTIVATION_QMAX))
-    out = torch.addcmul(bias, out, weight.scale).addr_(mid.view(-1), weight.column_sum)
+    unit = rows.sub_(mid).div_(half)                                  # each row in [-1, 1]
+    out = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(
+        unit, 1.0 / ACTIVATION_QMAX, ZERO_POINT, weight.packed)
+    out = torch.addcmul(bias, out, half).addr_(mid.view(-1), weight.column_sum)
     return out.reshape(*lead, -1)
 
 
@@ -160,4 +196,4 @@ class Int8BertEncoder(BertEncoder):
 
 
 __all__ = ["ACTIVATION_QMAX", "CALIBRATION_TEXTS", "INT8_PRODUCTS", "Int8BertEncoder", "Int8Weight",
-           "SMOOTHING_ALPHA", "WEIGHT_QMAX", "int8_linear", "quantize_weight"]
+           "SMOOTHING_ALPHA", "WEIGHT_QMAX", "ZERO_POINT", "int8_linear", "quantize_weight"]

@@ -135,6 +135,18 @@ def resolve_precision(config: EmbeddingConfig) -> EmbeddingConfig:
 #: length a call (any other model, through transformers)
 CALL_SCHEME = "calls1"
 PACKED_SCHEME = "packed1"
+#: int8's stored vectors in packed calls, by their numerics: "packed1" was torch._int_mm
+#: (oneDNN) with 7-bit weights; "packed1-int8v2" is fbgemm with 8-bit weights and 7-bit
+#: activations (vdgr_core.bert_int8)
+INT8_PACKED_SCHEME = "packed1-int8v2"
+
+
+def _stored_scheme(config: EmbeddingConfig) -> str:
+    """The call scheme of ``config``'s stored vectors, with int8's kernel revision."""
+    scheme = _call_scheme(config)
+    if scheme == PACKED_SCHEME and resolve_precision(config).precision == "int8":
+        return INT8_PACKED_SCHEME
+    return scheme
 
 
 def same_model(index_model: str, model_id: str) -> bool:
@@ -149,7 +161,7 @@ def same_model(index_model: str, model_id: str) -> bool:
 
 _IDENTITIES = {
     "hashing": lambda c: f"hashing:v1:{c.dim}",
-    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}:{_call_scheme(c)}",
+    "minilm": lambda c: f"minilm:{_minilm_name(c)}:{resolve_precision(c).precision}:{_stored_scheme(c)}",
     "openai": lambda c: f"openai:{c.model}:{c.dim}",
 }
 

@@ -248,9 +248,9 @@ def index_check(work: Path, env: dict | None = None) -> dict:
 
 
 #: what caps this machine at an AVX2-only host's instructions (torch's ATen kernels, oneDNN,
-#: MKL) and tells vdgr_core.cpu it has no native bf16
+#: MKL, fbgemm: int8's products) and tells vdgr_core.cpu it has no native bf16
 AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-            "VDGR_CPU_FLAGS": "avx2 fma"}
+            "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2", "VDGR_CPU_FLAGS": "avx2 fma"}
 
 
 def emulated_avx2(n_texts: int, repeats: int) -> dict:
@@ -286,7 +286,7 @@ def render(report: dict) -> str:
     avx2 = report.get("avx2")
     if avx2:
         lines += ["", f"The same, on this machine capped at an AVX2-only host's instructions (torch "
-                  f"{avx2['capability']}; oneDNN and MKL capped; no native bf16): `precision=auto` there is "
+                  f"{avx2['capability']}; oneDNN, MKL and fbgemm capped; no native bf16): `precision=auto` there is "
                   f"**{avx2['auto_precision']}**", "", *_table(avx2["rows"])]
     for key, host in (("index", "this host"), ("index_avx2", "the emulated AVX2-only host")):
         ix = report.get(key)

@@ -11,8 +11,9 @@ from bench.common import REPO
 
 
 #: environment variables that cap what the CPU is allowed to run (torch's kernels, oneDNN, MKL,
-#: the flags vdgr reads): a run under any of them stands for a smaller host, and says so
-CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "VDGR_CPU_FLAGS")
+#: fbgemm, the flags vdgr reads): a run under any of them stands for a smaller host, and says so
+CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "FBGEMM_ENABLE_INSTRUCTIONS",
+                 "VDGR_CPU_FLAGS")
 
 
 def machine() -> dict:

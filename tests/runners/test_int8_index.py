@@ -27,11 +27,11 @@ def test_int8_index_is_recorded_kept_by_update_and_reproducible(tmp_path, capsys
     (corpus / "phone" / "guide.md").write_text("# Phone\n\n## Battery\n\nCharge the battery for two hours before first use.\n",
                                      encoding="utf-8")
     assert main(["index", str(corpus), "--index", index, "--embedding-precision", "int8", "-q"]) == 0
-    assert read_manifest(index).embedding_model == "minilm:all-MiniLM-L6-v2:int8:packed1"
+    assert read_manifest(index).embedding_model == "minilm:all-MiniLM-L6-v2:int8:packed1-int8v2"
     with open(corpus / "phone" / "guide.md", "a", encoding="utf-8") as f:
         f.write("\n## Quarantine mode\n\nQuarantine mode isolates the Zephyr-7 gateway from every uplink.\n")
     assert main(["update", str(corpus), "--index", index, "-q"]) == 0       # no precision flag: kept
-    assert read_manifest(index).embedding_model == "minilm:all-MiniLM-L6-v2:int8:packed1"
+    assert read_manifest(index).embedding_model == "minilm:all-MiniLM-L6-v2:int8:packed1-int8v2"
     rows = IndexReader(index).arrow(T.CONTENTS).to_pylist()
     assert any("Zephyr-7" in row["text"] for row in rows)
     int8 = make_embedder(EmbeddingConfig(precision="int8"))

@@ -1,10 +1,16 @@
 """int8 weight products: exact integer sums, rows kept apart, close to float32 (real model)."""
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from vdgr_core.bert_int8 import INT8_PRODUCTS, WEIGHT_QMAX, int8_linear, quantize_weight
+from vdgr_core.bert_int8 import INT8_PRODUCTS, WEIGHT_QMAX, Int8Weight, _pack, int8_linear, quantize_weight
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _weight(seed: int = 7, out: int = 96, width: int = 1536):
@@ -16,27 +22,52 @@ def _weight(seed: int = 7, out: int = 96, width: int = 1536):
     return x, weight, torch.randn(out, generator=gen), x.abs().amax(dim=0)
 
 
-def test_seven_bit_weights_never_saturate_an_integer_sum():
-    """Without VNNI a 16-bit partial sum of 8-bit products saturates; with 7-bit weights the
-    largest product sums exactly, whatever the CPU."""
-    worst = torch.full((16, 1536), 127, dtype=torch.int8)
-    top = torch.full((1536, 32), WEIGHT_QMAX, dtype=torch.int8)
-    assert int(torch._int_mm(worst, top)[0, 0]) == 127 * WEIGHT_QMAX * 1536
-    assert int(torch._int_mm(-worst, top)[0, 0]) == -127 * WEIGHT_QMAX * 1536
+def _largest_sums() -> torch.Tensor:
+    """int8_linear of rows of +-1 against weights of +-127 set so that every product has the
+    same sign: the largest positive and negative integer sums there are."""
+    width, out = 1536, 32
+    q = torch.full((out, width), WEIGHT_QMAX, dtype=torch.int8)
+    q[:, width // 2:] = -WEIGHT_QMAX
+    scale = torch.ones(out)
+    weight = Int8Weight(q, scale, torch.ones(width), q.float().sum(dim=1), _pack(q, scale))
+    x = torch.ones(2, width)
+    x[0, width // 2:] = -1.0                     # uint8 127 against +127 and 1 against -127
+    x[1, :width // 2] = -1.0                     # and the other way: the most negative sums
+    return int8_linear(x, weight, torch.zeros(out))
 
 
-def test_weights_are_smoothed_by_powers_of_two_and_keep_seven_bits():
+@pytest.mark.parametrize("kernels", ["this CPU's", "AVX2 only"])
+def test_seven_bit_activations_never_saturate_an_integer_sum(kernels):
+    """Without VNNI a 16-bit partial sum of two uint8 x int8 products saturates when both have
+    8 bits (8-bit activations here gave 98,307 for 195,072 on fbgemm's AVX2 kernels); with
+    7-bit activations the largest sums are exact on any kernels: +-127 per input."""
+    if kernels == "AVX2 only":          # fbgemm picks its kernels once per process
+        code = "from tests.vdgr_core.test_bert_int8 import _largest_sums; print(_largest_sums()[:, 0].tolist())"
+        env = {**os.environ, "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2"}
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.split("\n")[-2]
+        got = torch.tensor(json.loads(out))[:, None].expand(2, 32)
+    else:
+        got = _largest_sums()
+    # exact integer sums, scaled back by 1/63 in float32 (a saturated sum is far off)
+    expected = float(WEIGHT_QMAX * 1536)
+    torch.testing.assert_close(got[0], torch.full((32,), expected), rtol=1e-6, atol=0)
+    torch.testing.assert_close(got[1], torch.full((32,), -expected), rtol=1e-6, atol=0)
+
+
+def test_weights_are_smoothed_by_powers_of_two_and_keep_eight_bits():
     _, weight, _, peak = _weight()
     w = quantize_weight(weight, peak)
-    assert w.q.dtype == torch.int8 and w.q.shape == (1536, 96) and int(w.q.abs().max()) == WEIGHT_QMAX
+    assert w.q.dtype == torch.int8 and w.q.shape == (96, 1536) and int(w.q.abs().max()) == WEIGHT_QMAX
+    assert torch.equal(torch.ops.quantized.linear_unpack(w.packed)[0].int_repr(), w.q)   # packed as is
     exponents = torch.log2(w.inv_smooth)
     assert torch.equal(exponents, exponents.round())
     assert float(w.inv_smooth[11]) < float(w.inv_smooth.median())       # the outlier is scaled down
     # each weight is within half a level of its column's step, in the smoothed units
     step = w.scale[:, None] * w.inv_smooth[None, :]
-    dequantized = w.q.t().float() * step
+    dequantized = w.q.float() * step
     assert bool(((dequantized - weight).abs() <= 0.5001 * step).all())
-    torch.testing.assert_close(w.column_sum, (w.q.t().float() * w.scale[:, None]).sum(dim=1))
+    torch.testing.assert_close(w.column_sum, (w.q.float() * w.scale[:, None]).sum(dim=1))
 
 
 def test_int8_linear_is_close_and_keeps_each_row_to_itself():

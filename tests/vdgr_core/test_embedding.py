@@ -259,7 +259,7 @@ def test_int8_stores_close_vectors_and_asks_in_float32():
 
     int8 = make_embedder(EmbeddingConfig(precision="int8"))
     fp32 = make_embedder(EmbeddingConfig(precision="fp32"))
-    assert int8.model_id == "minilm:all-MiniLM-L6-v2:int8:packed1"
+    assert int8.model_id == "minilm:all-MiniLM-L6-v2:int8:packed1-int8v2"
     texts = ["reset the router to factory settings", "restore factory defaults of the router",
              "battery charging time", "The DL_MIMO_Mode scheduler drives the radio. " * 12]
     stored, exact = int8.embed(texts), fp32.embed(texts)
@@ -307,7 +307,8 @@ def test_auto_precision_follows_the_cpu_and_resolves_once(monkeypatch):
         monkeypatch.setattr(cpu, "_cpuinfo", lambda flags=flags: ("test cpu", flags))
         resolved = resolve_precision(EmbeddingConfig())
         assert resolved.precision == expected
-        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:packed1"
+        scheme = "packed1-int8v2" if expected == "int8" else "packed1"     # int8's kernels: fbgemm
+        assert embedder_identity(EmbeddingConfig())[0] == f"minilm:all-MiniLM-L6-v2:{expected}:{scheme}"
         # an explicit or recorded precision is never re-resolved on another host
         assert resolve_precision(EmbeddingConfig(precision="bf16")).precision == "bf16"
 
@@ -336,6 +337,7 @@ def test_embedding_config_for_an_index():
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:bf16", 384).precision == "bf16"
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:fp32:calls1", 384).precision == "fp32"
     assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:int8:packed1", 384).precision == "int8"
+    assert EmbeddingConfig.for_index("minilm:all-MiniLM-L6-v2:int8:packed1-int8v2", 384).precision == "int8"
     assert EmbeddingConfig.for_index("hashing:v1:64", 64).kind == "hashing"
     # flags given on the command line win over the recorded identity
     assert EmbeddingConfig.for_index("minilm:x:bf16", 384, precision="fp32", dim=None).precision == "fp32"
