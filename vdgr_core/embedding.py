@@ -573,15 +573,22 @@ def _load_transformer(path: Path, max_len: int, precision: str = "fp32") -> _Tra
         def bert_ids(texts: list[str]) -> list[list[int]]:
             return [e.ids for e in tokenizer.encode_batch(texts)]
 
-        @functools.lru_cache(maxsize=1)
+        made: list = []
+        making = threading.Lock()
+
         def stored():
             """The stored vectors' encoder; int8's weights are made on the first stored text
-            (~0.2 s of calibration a query process, which embeds in float32, never pays)."""
+            (~0.2 s of calibration a query process, which embeds in float32, never pays), once:
+            the pool's threads that ask meanwhile wait for it."""
             if precision != "int8":
                 return encoder
-            from vdgr_core.bert_int8 import CALIBRATION_TEXTS, Int8BertEncoder
+            if not made:
+                with making:
+                    if not made:
+                        from vdgr_core.bert_int8 import CALIBRATION_TEXTS, Int8BertEncoder
 
-            return Int8BertEncoder(encoder, bert_ids(list(CALIBRATION_TEXTS)))
+                        made.append(Int8BertEncoder(encoder, bert_ids(list(CALIBRATION_TEXTS))))
+            return made[0]
 
         return _Transformer(bert_ids, lambda ids, mask: stored()(ids, mask, torch.zeros_like(ids)), pad_id,
                             encoder.hidden_size, lambda ids, segments: stored().packed(ids, segments),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -286,6 +287,39 @@ def test_int8_weights_are_made_on_the_first_stored_text_only(monkeypatch):
     first = emb.embed(["Reset the router with the pin button."])
     again = emb.embed(["Reset the router with the pin button.", "Another text."])
     assert made == [1] and np.array_equal(first[0], again[0])
+
+
+def test_int8_weights_are_made_once_when_pool_threads_ask_together(monkeypatch):
+    """The first stored texts reach the int8 encoder from several pool threads at once: the
+    first builds it, the others wait and use it."""
+    import torch
+
+    import vdgr_core.bert_int8 as bert_int8
+    from vdgr_core.embedding import _load_transformer, _model_folder
+
+    made, inside, release = [], threading.Event(), threading.Event()
+
+    class Held(bert_int8.Int8BertEncoder):
+        def __init__(self, *args, **kwargs):
+            made.append(threading.get_ident())
+            inside.set()
+            release.wait()
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(bert_int8, "Int8BertEncoder", Held)
+    model = _load_transformer(_model_folder(EmbeddingConfig()), 256, "int8")
+    ids = torch.tensor(model.token_ids(["Reset the router."])[0])
+    out: list = []
+    threads = [threading.Thread(target=lambda: out.append(model.packed(ids, [(0, len(ids))]))) for _ in range(3)]
+    threads[0].start()
+    assert inside.wait(timeout=120)      # the first thread is building the encoder
+    for t in threads[1:]:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(out) == 3
+    assert all(torch.equal(o, out[0]) for o in out)
 
 
 def test_int8_needs_the_plain_torch_encoder(tmp_path):
