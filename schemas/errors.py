@@ -15,6 +15,7 @@ class DeadLetterReason(str, enum.Enum):
     PARSE_ERROR = "parse_error"
     READ_ERROR = "read_error"
     NO_CONTENT = "no_content"
+    REDIRECT = "redirect"              # an HTML page that only sends the reader to another page
     ENCRYPTED = "encrypted"            # a PDF or DOCX that needs a password
     CORRUPT = "corrupt"                # a PDF or DOCX its library cannot read
     NO_TEXT_LAYER = "no_text_layer"    # a PDF whose pages hold no text (scanned images)

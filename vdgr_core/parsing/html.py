@@ -15,7 +15,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import ParsedDocument
-from vdgr_core.parsing.toc import build_document
+from vdgr_core.parsing.toc import RESUME, build_document, entry_level
 
 _DROP = frozenset({"script", "style", "nav", "head", "title", "noscript", "template"})
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
@@ -36,16 +36,31 @@ _DROP_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related", "navheader"
                            "breadcrumbs", "breadcrumb", "toc-backref", "md-sidebar", "skip-link"})
 _PERMALINK = re.compile(r"\s*[¶§#🔗]+\s*$")
 _HTML_OPEN = re.compile(r"<html[\s>]", re.I)
-_HTML_CLOSE = re.compile(r"</html\s*>", re.I)
+_HTML_CLOSE = re.compile(r"</(?:html|body)\s*>", re.I)
+_REFRESH = re.compile(r"^\s*(\d+)\s*(?:[;,]\s*url\s*=\s*(\S+?)\s*)?$", re.I)
+_REDIRECT_MAX_CHARS = 300     # a page that refreshes to another with no more text than this
 _LISTS = frozenset({"ul", "ol", "menu"})
 _ROW = "tr"
 _INDENT = "  "           # one nesting level of a list
 _CELL_SEP = " | "
 
+# Reference entries (vdgr_core.parsing.toc): a term of a definition list, a one-row field table
+# ("name | Use: main | Type: boolean | Default: true") or a directive table ("Syntax: listen ...",
+# "Default: ...", "Context: ..."), and a block whose bold or code term names the anchor it holds
+_TERM_MAX_CHARS = 160        # a longer <dt> (or term block) is prose, not a term
+TITLE_MAX_CHARS = 100        # an entry's title is its term, cut at a word boundary past this
+_FIELD_LABELS = frozenset({"use", "type", "default", "syntax", "context", "scope", "module", "status",
+                           "values", "value", "range", "since", "mandatory", "required", "compatibility"})
+_KEY_FIELDS = frozenset({"default", "syntax", "type"})
+_FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z ]{1,20}?)\s*:(.*)$", re.S)
+_TERM_TAGS = frozenset({"b", "strong", "code", "tt", "kbd", "var", "samp", "span", "a"})
+_BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "tr", "br"})
+
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
-#: separated by " | "); part of the content rules recorded in the manifest
-#: (vdgr_core.safety.content_rules), so a change re-parses every HTML document on the next update
-PARSER_VERSION = "html-2"
+#: separated by " | "; html-3: reference entries are sections of their own); part of the
+#: content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
+#: re-parses every HTML document on the next update
+PARSER_VERSION = "html-3"
 
 
 class _Text(NamedTuple):
@@ -80,6 +95,10 @@ class _Collector:
         self.lists: list[list] = []      # open lists, innermost last: [ordered, next number]
         self.cells = 0                   # open table cells: breaks inside one are spaces
         self.row_cells: list[int] = []   # cells seen so far in each open table row
+        self.section: tuple[int, str] = (0, "")   # the last real heading (level, title)
+        self.in_entry = False            # a reference entry is open (until a heading or RESUME)
+        self.bare_term = -1              # parts of the open entry when it holds only its term block
+        self.in_definition = 0           # inside a <dd> of an entry list: no entries nest there
 
     def _indent(self) -> str:
         return _INDENT * len(self.lists)
@@ -95,6 +114,51 @@ class _Collector:
 
     def heading(self, level: int, title: str) -> None:
         self.entries.append([level, title, []])
+        self.section, self.in_entry = (level, title), False
+
+    def entry(self, title: str) -> None:
+        """Open a reference entry titled ``title`` in the current section."""
+        self.entries.append([entry_level(self.section[0]), title, []])
+        self.in_entry = True
+
+    def term_block(self, term: str, block: Tag, in_pre: bool) -> None:
+        """A block that is a term line (``timeout client <timeout>``): it opens an entry, or
+        joins the open one when that holds nothing but term lines so far (several forms of one
+        keyword over one description: ``inter``, ``fastinter``, ``downinter``)."""
+        current = self.entries[-1]
+        if self.in_entry and self.bare_term == len(current[2]):
+            current[1] = f"{current[1]}, {term}"
+        else:
+            self.entry(term)
+        self.brk(2)
+        self.walk(block, in_pre)
+        self.brk(2)
+        self.bare_term = len(self.entries[-1][2])
+
+    def resume(self) -> None:
+        """Close the open entries: what follows continues the section that holds them."""
+        if self.in_entry:
+            self.entries.append([self.section[0], RESUME, []])
+            self.in_entry = False
+
+    def _may_open_entry(self) -> bool:
+        return not (self.cells or self.lists or self.in_definition)
+
+    def _entry_list(self, tag: Tag, in_pre: bool) -> None:
+        """A definition list whose terms are entries: each run of ``<dt>`` (aliases, joined
+        with ", ") and the ``<dd>`` after it is one entry, its term lines first."""
+        self.resume()
+        for terms, defs in _dl_groups(tag):
+            self.entry(", ".join(_term_text(t) for t in terms))
+            for node in terms + defs:
+                self.in_definition += node.name == "dd"
+                try:
+                    self.brk(1)
+                    self.walk(node, in_pre)
+                    self.brk(1)
+                finally:
+                    self.in_definition -= node.name == "dd"
+        self.resume()
 
     def _list(self, tag: Tag, ordered: bool, in_pre: bool) -> None:
         self.brk(1 if self.lists else 2)
@@ -161,6 +225,11 @@ class _Collector:
             if name in _HEADINGS:
                 title = _WS.sub(" ", _heading_text(child)).strip()
                 self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
+            elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
+                self._entry_list(child, in_pre)
+            elif (name in ("table", "div", "p") and self._may_open_entry()
+                  and (term := _entry_term(child, self.section[1])) is not None):
+                self.term_block(term, child, in_pre)
             elif name == "br":
                 self.brk(1)
             elif name in _LISTS and not self.cells:
@@ -181,6 +250,120 @@ class _Collector:
                 self.brk(1)
             else:
                 self.walk(child, in_pre)
+
+
+def _dl_groups(dl: Tag) -> list[tuple[list[Tag], list[Tag]]]:
+    """The (terms, definitions) runs of a ``<dl>``'s own ``<dt>``/``<dd>`` children (looking
+    through wrapper ``<div>``s, as HTML allows)."""
+    groups: list[tuple[list[Tag], list[Tag]]] = []
+    items = []
+    for child in dl.children:
+        if isinstance(child, Tag):
+            if child.name == "div" and child.find(["dt", "dd"], recursive=False) is not None:
+                items.extend(c for c in child.children if isinstance(c, Tag) and c.name in ("dt", "dd"))
+            elif child.name in ("dt", "dd"):
+                items.append(child)
+    for item in items:
+        if item.name == "dt":
+            if not groups or groups[-1][1]:
+                groups.append(([], []))
+            groups[-1][0].append(item)
+        elif groups:
+            groups[-1][1].append(item)
+    return [g for g in groups if g[0]]
+
+
+def _visible_strings(tag: Tag):
+    for t in tag.find_all(string=True):
+        if isinstance(t, _SKIP_STRINGS):
+            continue
+        if any(isinstance(p, Tag) and (p.name in _DROP or _is_furniture(p)) for p in t.parents if p is not tag):
+            continue
+        yield str(t)
+
+
+def _term_text(tag: Tag) -> str:
+    """A term's text on one line, as it reads (``AUTO_CD (-J)``), cut at a word boundary past
+    :data:`TITLE_MAX_CHARS`."""
+    return _cut_title(_PERMALINK.sub("", _WS.sub(" ", "".join(_visible_strings(tag))).strip()))
+
+
+def _is_entry_list(dl: Tag) -> bool:
+    """Whether a ``<dl>`` lists reference entries: every term short and not a field label
+    (``Parameters:``), and two entries or more, or one term that is an anchor (``<dt id>``, a
+    documentation generator's object description)."""
+    groups = _dl_groups(dl)
+    if not groups or not any(defs for _, defs in groups):
+        return False
+    terms = [_WS.sub(" ", "".join(_visible_strings(t))).strip() for ts, _ in groups for t in ts]
+    if not all(0 < len(t) <= _TERM_MAX_CHARS for t in terms) or all(t.endswith(":") for t in terms):
+        return False
+    return len(groups) >= 2 or any(t.get("id") for ts, _ in groups for t in ts)
+
+
+def _fields(cells: list[str]) -> dict[str, str]:
+    out = {}
+    for c in cells:
+        m = _FIELD.match(c)
+        if m and m.group(1).strip().lower() in _FIELD_LABELS:
+            out[m.group(1).strip().lower()] = m.group(2).strip()
+    return out
+
+
+def _entry_term(tag: Tag, section_title: str) -> "str | None":
+    """The term of a block that opens a reference entry, or None.
+
+    - a field table: one row of ``name | Use: main | Type: boolean | Default: true`` (the
+      term is the cell that is no field), or rows ``Syntax: | listen address ...``,
+      ``Default: | ...``, ``Context: | ...`` (the term is the syntax's first word); at least
+      two fields, one of them a default, a syntax or a type;
+    - a short block (``<div>``, ``<p>``) whose leading bold or code term is the name of an
+      anchor it holds (``<b><a name="timeout client"></a>timeout client</b> <timeout>``).
+
+    A term the section's own title already names opens no entry (a directive with a heading
+    of its own).
+    """
+    if tag.name == "table":
+        rows = tag.find_all("tr")
+        if not rows or len(rows) > 8:
+            return None
+        cells_by_row = [[_WS.sub(" ", "".join(_visible_strings(c))).strip() for c in r.find_all(["td", "th"])]
+                        for r in rows]
+        if len(rows) == 1:
+            cells = cells_by_row[0]
+            fields = _fields(cells)
+            rest = [c for c in cells if c and not _FIELD.match(c)]
+            term = rest[0] if len(rest) == 1 else None
+        else:
+            fields = _fields([" ".join(cs) for cs in cells_by_row if cs])
+            term = (fields.get("syntax") or "").split(" ", 1)[0].rstrip(";") or None
+        if term is None or len(fields) < 2 or not (_KEY_FIELDS & set(fields)) or len(term) > _TERM_MAX_CHARS:
+            return None
+    else:
+        text = _WS.sub(" ", "".join(_visible_strings(tag))).strip()
+        if not text or len(text) > _TERM_MAX_CHARS or tag.find(_BLOCK_TAGS - _TERM_TAGS) is not None:
+            return None
+        lead = next((c for c in tag.children if not (isinstance(c, NavigableString) and not c.strip())), None)
+        if not isinstance(lead, Tag) or lead.name not in _TERM_TAGS:
+            return None
+        name = _WS.sub(" ", "".join(_visible_strings(lead))).strip()
+        anchors = {_WS.sub(" ", str(a.get("name") or a.get("id") or "")).strip().casefold()
+                   for a in tag.find_all(["a", "span"]) if a.get("name") or a.get("id")}
+        if not name or name.casefold() not in anchors:
+            return None
+        term = text
+    term = _cut_title(term)
+    if term.casefold() in section_title.casefold().split(" ") or term.casefold() == section_title.casefold():
+        return None
+    return term
+
+
+def _cut_title(text: str) -> str:
+    """``text`` cut at a word boundary past :data:`TITLE_MAX_CHARS` (marked with an ellipsis)."""
+    if len(text) > TITLE_MAX_CHARS:
+        cut = text.rfind(" ", 0, TITLE_MAX_CHARS)
+        text = text[: cut if cut > TITLE_MAX_CHARS // 2 else TITLE_MAX_CHARS].rstrip(" ,;:") + " …"
+    return text
 
 
 def _is_furniture(tag: Tag) -> bool:
@@ -249,6 +432,17 @@ def _body(parts: list) -> str:
     return "\n".join(out)
 
 
+def _refuse_redirect(soup: BeautifulSoup) -> None:
+    for meta in soup.find_all("meta"):
+        if str(meta.get("http-equiv", "")).strip().lower() != "refresh":
+            continue
+        m = _REFRESH.match(str(meta.get("content", "")))
+        body = soup.find("body")
+        if m and int(m.group(1)) <= 5 and len((body or soup).get_text(" ", strip=True)) <= _REDIRECT_MAX_CHARS:
+            target = (m.group(2) or "").strip("'\"")[:200]
+            raise DocumentError(DeadLetterReason.REDIRECT, f"the page redirects to {target or 'itself'}")
+
+
 def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     """Parse HTML into a ParsedDocument.
 
@@ -271,11 +465,15 @@ def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     Raises
     ------
     DocumentError
-        TRUNCATED when the document opens ``<html>`` and never closes it.
+        TRUNCATED when the document opens ``<html>`` and closes neither it nor ``<body>``
+        (both end tags may be left out, not both); REDIRECT for a page that only sends the
+        reader elsewhere (a ``<meta http-equiv="refresh">`` and hardly any text of its own, as
+        Texinfo writes for every node name).
     """
     if _HTML_OPEN.search(text) and not _HTML_CLOSE.search(text):
-        raise DocumentError(DeadLetterReason.TRUNCATED, "<html> is never closed")
+        raise DocumentError(DeadLetterReason.TRUNCATED, "neither <html> nor <body> is closed")
     soup = BeautifulSoup(text, "html.parser")
+    _refuse_redirect(soup)
     title_tag = soup.find("title")
     explicit = _WS.sub(" ", title_tag.get_text(" ")).strip() if title_tag else ""
     collector = _Collector()

@@ -1,4 +1,13 @@
-"""Shared table-of-contents builder: flat (level, title, body) entries -> Sections."""
+"""Shared table-of-contents builder: flat (level, title, body) entries -> Sections.
+
+Besides headings, a parser may emit **reference entries**: the units of a reference page (an
+option, a parameter, a directive) that sit under one heading, in a definition list or a block
+of their own. An entry is a heading one half level below the section that holds it
+(:func:`entry_level`), titled with its term, so its term is a title in the path
+(``... > Main options > message_size_limit``) and its text a section of its own. Entries never
+nest in each other, any real heading closes them, and a :data:`RESUME` entry (title ``None``)
+closes them too: its body is the text that follows them in the section that holds them.
+"""
 from __future__ import annotations
 
 import re
@@ -10,6 +19,27 @@ from schemas.records import ParsedDocument, Section
 # item: the body's pages as (non-whitespace offset, page) pairs (see ``Section.pages``)
 Entry = tuple
 Pages = tuple[tuple[int, int], ...]
+
+#: the title of an entry that closes the open reference entries (its level is ignored)
+RESUME = None
+_ENTRY_OFFSET = 0.5
+
+
+def entry_level(section_level: float) -> float:
+    """The raw level of a reference entry inside a section of raw level ``section_level``
+    (0 for the preamble): half a level below it, above any real subheading.
+
+    Examples
+    --------
+    >>> entry_level(2), is_entry_level(entry_level(2)), is_entry_level(3)
+    (2.5, True, False)
+    """
+    return int(section_level) + _ENTRY_OFFSET
+
+
+def is_entry_level(level: float) -> bool:
+    """True for the raw level of a reference entry (see :func:`entry_level`)."""
+    return level != int(level)
 
 _BLANK_RUN = re.compile(r"\n{3,}")
 
@@ -42,6 +72,10 @@ def _unpack(entry: Entry) -> tuple[int, str, str, Pages]:
     return level, title, body, tuple(entry[3]) if len(entry) > 3 else ()
 
 
+def _title(title: Optional[str]) -> Optional[str]:
+    return None if title is RESUME else " ".join(title.split())
+
+
 def _join_bodies(*bodies: tuple[str, Pages]) -> tuple[str, Pages]:
     """Join (text, pages) bodies with a blank line, shifting each one's page offsets."""
     texts: list[str] = []
@@ -67,7 +101,10 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     levels (h1 then h3) nest under the nearest shallower heading. ``Section.level`` is the
     depth in the resulting tree (``len(heading_path)``). Entries of level <= 0 are
     preamble text and become a Section titled "" (only when they hold text). A heading
-    with an empty title is not a section: its body joins the previous section.
+    with an empty title is not a section: its body joins the previous section. Reference
+    entries (:func:`entry_level`) nest under the section that holds them; a real heading
+    closes them first, and a :data:`RESUME` entry closes them and continues that section
+    (a second Section with the same heading path).
 
     Parameters
     ----------
@@ -83,7 +120,14 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     for entry in entries:
         level, title, body, pages = _unpack(entry)
         body, pages = _join_bodies((normalize_body(body), pages))
-        title = " ".join(title.split())
+        title = _title(title)
+        if title is RESUME:
+            while stack and is_entry_level(stack[-1][0]):
+                stack.pop()
+            if body:
+                path = tuple(t for _, t in stack)
+                sections.append(Section(path[-1] if path else "", len(path), path, body, pages))
+            continue
         if level <= 0 or not title:
             if not body:
                 continue
@@ -94,7 +138,7 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
             else:
                 sections.append(Section("", 0, (), body, pages))
             continue
-        while stack and stack[-1][0] >= level:
+        while stack and (stack[-1][0] >= level or (is_entry_level(stack[-1][0]) and not is_entry_level(level))):
             stack.pop()
         stack.append((level, title))
         path = tuple(t for _, t in stack)
@@ -135,7 +179,7 @@ def build_document(
     -------
     ParsedDocument
     """
-    entries = [(lvl, " ".join(t.split()), b, pages) for lvl, t, b, pages in map(_unpack, entries)]
+    entries = [(lvl, _title(t), b, pages) for lvl, t, b, pages in map(_unpack, entries)]
     h1 = [i for i, e in enumerate(entries)
           if e[0] == 1 and e[1] and (can_title is None or can_title[i])]
     first_heading = next((i for i, e in enumerate(entries) if e[0] > 0 and e[1]), None)

@@ -1,0 +1,161 @@
+"""Reference entries: the options, parameters and directives of a reference page are sections.
+
+A page with many entries under one heading (a definition list, keyword blocks, field tables, a
+manual page's option list) gives each entry a section of its own, titled with its term, one
+level under the heading; the text after the entries continues the heading's section.
+"""
+import pytest
+
+from schemas.errors import DeadLetterReason, DocumentError
+from vdgr_core.parsing import parse_document
+from vdgr_core.parsing.toc import RESUME, build_sections, entry_level
+
+PARAMETERS = """<html><body><h1>Postfix manual</h1>
+<h2>Parameters</h2><p>Each parameter below.</p>
+<dl>
+<dt><b><a name="message_size_limit">message_size_limit</a> (default: 10240000)</b></dt>
+<dd><p>The maximal size in bytes of a message.</p><dl><dt>nested</dt><dd>stays text</dd><dt>x</dt><dd>y</dd></dl></dd>
+<dt>-a</dt><dt>--all</dt><dd>Show all.</dd>
+</dl>
+<p>Text after the list.</p>
+<h3>Next topic</h3><p>Under the heading.</p>
+</body></html>"""
+
+
+def _sections(html):
+    return [(s.heading_path, s.text) for s in parse_document(html, "html", "fb").sections]
+
+
+def test_definition_list_terms_are_entry_sections_and_the_section_resumes():
+    got = _sections(PARAMETERS)
+    assert [path for path, _ in got] == [
+        ("Parameters",),
+        ("Parameters", "message_size_limit (default: 10240000)"),
+        ("Parameters", "-a, --all"),
+        ("Parameters",),
+        ("Parameters", "Next topic"),
+    ]
+    entry = dict(got[1:3])
+    assert entry[("Parameters", "message_size_limit (default: 10240000)")] == (
+        "message_size_limit (default: 10240000)\n\nThe maximal size in bytes of a message.\n\nnested\nstays text\nx\ny")
+    assert entry[("Parameters", "-a, --all")] == "-a\n--all\nShow all."
+    assert got[3][1] == "Text after the list."
+
+
+def test_field_labels_and_long_terms_are_not_entries():
+    fields = "<h2>F</h2><dl><dt>Parameters:</dt><dd>a</dd><dt>Returns:</dt><dd>b</dd></dl>"
+    assert [p for p, _ in _sections(fields)] == [("F",)]
+    prose = "<h2>F</h2><dl><dt>" + "word " * 60 + "</dt><dd>a</dd><dt>b</dt><dd>c</dd></dl>"
+    assert [p for p, _ in _sections(prose)] == [("F",)]
+    single = "<h2>F</h2><dl><dt>only one</dt><dd>a</dd></dl>"
+    assert [p for p, _ in _sections(single)] == [("F",)]
+    anchored = '<h2>F</h2><dl class="std option"><dt id="opt-x">max-cache-size</dt><dd>a</dd></dl>'
+    assert [p for p, _ in _sections(anchored)] == [("F",), ("F", "max-cache-size")]
+
+
+def test_keyword_blocks_named_by_their_anchor_are_entries_and_bare_forms_join():
+    html = ("<h2>Server options</h2>"
+            '<div class="keyword"><b><a class="anchor" name="inter"></a><a href="#i">inter</a></b> <span>&lt;delay&gt;</span></div>'
+            '<div class="keyword"><b><a class="anchor" name="fastinter"></a><a href="#f">fastinter</a></b> <span>&lt;delay&gt;</span></div>'
+            '<pre>The "inter" parameter sets the interval. It defaults to 2000 ms.</pre>'
+            '<div class="keyword"><b><a class="anchor" name="rise"></a><a href="#r">rise</a></b> <span>&lt;count&gt;</span></div>'
+            '<pre>Consecutive successful checks.</pre>'
+            '<div><b>Not a term</b> without an anchor</div>')
+    got = _sections(html)
+    assert [p for p, _ in got] == [("Server options",), ("Server options", "inter <delay>, fastinter <delay>"),
+                                   ("Server options", "rise <count>")]
+    assert got[1][1].startswith("inter <delay>\n\nfastinter <delay>\n\nThe \"inter\" parameter")
+    assert "Not a term without an anchor" in got[2][1]
+
+
+def test_field_tables_open_entries_unless_the_heading_names_the_term():
+    exim = ("<h2>Main options</h2><p>Alphabetical list.</p>"
+            "<table><tr><td><b>accept_8bitmime</b></td><td>Use: <em>main</em></td><td>Type: <em>boolean</em></td>"
+            "<td>Default: <em>true</em></td></tr></table><p>Accepts 8-bit MIME.</p>"
+            "<table><tr><td><b>acl_not_smtp</b></td><td>Use: main</td><td>Type: string</td><td>Default: unset</td></tr>"
+            "</table><p>The ACL for non-SMTP messages.</p>")
+    got = _sections(exim)
+    assert [p[-1] for p, _ in got] == ["Main options", "accept_8bitmime", "acl_not_smtp"]
+    assert got[1][1] == "accept_8bitmime | Use: main | Type: boolean | Default: true\n\nAccepts 8-bit MIME."
+    nginx = ("<h2>Module</h2><table><tr><th>Syntax:</th><td><code><strong>listen</strong> address;</code></td></tr>"
+             "<tr><th>Default:</th><td>listen *:80;</td></tr><tr><th>Context:</th><td>server</td></tr></table>"
+             "<p>Sets the address.</p>")
+    assert [p for p, _ in _sections(nginx)] == [("Module",), ("Module", "listen")]
+    apache = ("<h2>AllowOverride Directive</h2><table><tr><th>Syntax:</th><td>AllowOverride All</td></tr>"
+              "<tr><th>Default:</th><td>None</td></tr></table><p>Text.</p>")
+    assert [p for p, _ in _sections(apache)] == [("AllowOverride Directive",)]
+
+
+def test_entries_under_the_single_h1_stay_under_the_document():
+    doc = parse_document("<h1>Manual</h1><p>Intro.</p><dl><dt>a</dt><dd>one</dd><dt>b</dt><dd>two</dd></dl>"
+                         "<p>Tail.</p>", "html", "fb")
+    assert doc.title == "Manual"
+    assert [(s.heading_path, s.text) for s in doc.sections] == [
+        ((), "Intro."), (("a",), "a\none"), (("b",), "b\ntwo"), ((), "Tail.")]
+
+
+def test_a_redirect_page_is_a_dead_letter_and_an_unclosed_html_with_a_closed_body_parses():
+    stub = ('<html><head><meta http-equiv="Refresh" content="0; url=Shell-Grammar.html#Aliasing"></head>'
+            '<body><p>The node you are looking for is at <a href="x">Aliasing</a>.</p></body>')
+    with pytest.raises(DocumentError) as e:
+        parse_document(stub, "html", "fb")
+    assert e.value.reason == DeadLetterReason.REDIRECT and "Shell-Grammar.html" in str(e.value)
+    page = "<html><body><h1>T</h1><p>" + "Real text. " * 60 + "</p></body>"
+    assert parse_document(page, "html", "fb").sections[0].text.startswith("Real text.")
+    with pytest.raises(DocumentError) as e:
+        parse_document("<html><body><h1>x</h1><p>cut in the mid", "html", "fb")
+    assert e.value.reason == DeadLetterReason.TRUNCATED
+
+
+def test_toc_entries_nest_half_a_level_down_and_resume_closes_them():
+    sections = build_sections([(2, "Options", "intro"), (entry_level(2), "-a", "all"), (entry_level(2), "-b", "b"),
+                               (2, RESUME, "after"), (3, "Sub", "s"), (entry_level(3), "x", "xx"), (2, "Next", "n")])
+    assert [(s.heading_path, s.text) for s in sections] == [
+        (("Options",), "intro"), (("Options", "-a"), "all"), (("Options", "-b"), "b"), (("Options",), "after"),
+        (("Options", "Sub"), "s"), (("Options", "Sub", "x"), "xx"), (("Next",), "n")]
+
+
+MAN_PAGE = """LS(1)                            User Commands                           LS(1)
+
+NAME
+       ls - list directory contents
+
+DESCRIPTION
+       List information about the FILEs.
+
+       -a, --all
+              do not ignore entries starting with .
+
+       -A, --almost-all
+              do not list implied . and ..
+
+       --color[=WHEN]  colorize the output; WHEN can be 'always'
+              or 'never'
+
+   Exit status:
+       0      if OK,
+
+GNU coreutils 9.1                 September 2022                         LS(1)
+"""
+
+
+def test_a_manual_page_in_text_has_its_sections_and_option_entries():
+    doc = parse_document(MAN_PAGE, "text", "ls")
+    got = [(s.heading_path, s.text) for s in doc.sections]
+    assert [p for p, _ in got] == [("NAME",), ("DESCRIPTION",), ("DESCRIPTION", "-a, --all"),
+                                   ("DESCRIPTION", "-A, --almost-all"), ("DESCRIPTION", "--color[=WHEN]"),
+                                   ("DESCRIPTION",)]
+    assert got[0][1] == "ls - list directory contents"
+    assert got[2][1] == "-a, --all\n       do not ignore entries starting with ."
+    assert got[4][1].startswith("--color[=WHEN]  colorize the output")
+    assert "LS(1)" not in " ".join(t for _, t in got)
+
+
+def test_plain_text_parameters_over_indented_descriptions_are_entries_but_one_code_block_is_not():
+    text = ("# Manual\n\n## Parameters\n\nmessage_size_limit (default: 10240000)\n    The maximal size of a message.\n\n"
+            "queue_directory (default: /var/spool/postfix)\n    Where the queue lives.\n")
+    doc = parse_document(text, "text", "fb")
+    assert [s.heading_path for s in doc.sections][-2:] == [
+        ("Parameters", "message_size_limit (default: 10240000)"), ("Parameters", "queue_directory (default: /var/spool/postfix)")]
+    code = "# Manual\n\n## Setup\n\nRun this\n    make install\n\nThen restart.\n"
+    assert [s.heading_path for s in parse_document(code, "text", "fb").sections] == [("Setup",)]
