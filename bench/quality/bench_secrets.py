@@ -14,8 +14,11 @@ Corpora: the EManual manuals, the DCD corpus and the MuSiQue paragraphs, convert
 HTML, 14 chapters), fetched with ``apt-get download debian-reference-en`` into
 ``bench/work/secrets`` and unpacked with ``dpkg-deb -x`` (never committed; skipped when
 ``apt-get download`` fails); and the Debian PDF manuals of :mod:`bench.quality.bench_pdf` when that
-benchmark has fetched them. ``--show N`` prints N masked lines per corpus with the mask in
-place, to read what was removed.
+benchmark has fetched them, and the Debian reference manuals of
+:mod:`bench.quality.bench_refdocs` (bind9, haproxy, git, zsh, rsyslog) when that benchmark has
+fetched them. Masks are also given per 1,000 documents. ``--show N`` prints N masked lines per
+corpus with the mask in place (from the raw text and from the parsed sections), to read what
+was removed.
 """
 from __future__ import annotations
 
@@ -70,6 +73,8 @@ def corpora() -> dict[str, Path]:
              "dcd": _converted("dcd", "bench.prepare.convert_dcd"), "musique": _converted("musique", "bench.prepare.convert_musique")}
     pdf = WORK / "pdf" / "corpus"          # the PDF manuals of bench/quality/bench_pdf.py, when fetched
     found["pdf_manuals"] = pdf if pdf.is_dir() else None
+    refdocs = WORK / "debian" / "corpus"   # the reference manuals of bench/quality/bench_refdocs.py
+    found["debian_refdocs"] = refdocs if refdocs.is_dir() else None
     return {name: path for name, path in found.items() if path is not None}
 
 
@@ -100,7 +105,7 @@ def measure(root: Path, show: int = 0) -> dict:
                 parsed, late = mask_parsed(parse_bytes(data, fmt, path.stem, limits.max_file_bytes), raw)
             else:
                 raw = decode_document(data, limits.max_file_bytes)
-                masked = mask_raw(raw)
+                masked = mask_raw(raw, markup=fmt == "html")
                 early, text = masked.findings, masked.text
                 parsed, late = mask_parsed(parse_document(masked.text, fmt, path.stem), raw)
         except Exception:           # a document the product would dead-letter: no rows, no masks
@@ -110,9 +115,11 @@ def measure(root: Path, show: int = 0) -> dict:
         kinds.update(f.kind for f in findings)
         masked_docs += bool(findings)
         if len(examples) < show:
-            shown = text or "\n".join(s.text for s in parsed.sections)
-            examples += [f"{path.relative_to(root)}: {line}" for line in _masked_lines(shown)]
-    return {"documents": docs, "documents_masked": masked_docs, "masks": sum(kinds.values()),
+            shown = dict.fromkeys(_masked_lines(text) + _masked_lines("\n".join(s.text for s in parsed.sections)))
+            examples += [f"{path.relative_to(root)}: {line}" for line in shown]
+    masks = sum(kinds.values())
+    return {"documents": docs, "documents_masked": masked_docs, "masks": masks,
+            "masks_per_1000_documents": round(1000 * masks / max(1, docs), 1),
             "by_kind": dict(sorted(kinds.items())), "examples": examples[:show]}
 
 
@@ -126,7 +133,7 @@ def main(argv=None) -> int:
         m = measure(root, a.show)
         out["corpora"][name] = m
         print(f"{name:<17} {m['documents']:>6,d} documents  {m['masks']:>5,d} masks in "
-              f"{m['documents_masked']:,d} documents  {m['by_kind']}")
+              f"{m['documents_masked']:,d} documents ({m['masks_per_1000_documents']} per 1,000)  {m['by_kind']}")
         for line in m["examples"]:
             print(f"    {line}")
     if a.json:

@@ -49,7 +49,7 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
         raw, early = "", ()
     else:
         raw = decode_document(data, config.limits.max_file_bytes)
-        masked = mask_raw(raw)
+        masked = mask_raw(raw, markup=fmt == "html")
         early = masked.findings
     try:
         if is_binary_format(fmt):

@@ -18,9 +18,10 @@ from schemas.records import ParsedDocument
 from vdgr_core.safety.secrets import MaskedText, SecretFinding, mask_secrets, may_hold_secrets
 
 
-def mask_raw(text: str) -> MaskedText:
-    """Pass 1: the decoded document text with credentials masked, findings with their lines."""
-    return mask_secrets(text)
+def mask_raw(text: str, markup: bool = False) -> MaskedText:
+    """Pass 1: the decoded document text with credentials masked, findings with their lines
+    (``markup``: the text is raw HTML, where a value ends at the next tag)."""
+    return mask_secrets(text, markup=markup)
 
 
 def _text_fields(parsed: ParsedDocument):

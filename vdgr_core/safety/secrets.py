@@ -50,6 +50,14 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
 * Look-alikes that stay: dates, amounts, versions, part numbers, UUIDs, hashes, URLs without a
   password, e-mail addresses and phone numbers (personal data is the answer screen's concern,
   :mod:`vdgr_core.safety.personal`).
+* Documentation is not a leaked configuration file (``secrets-4``): a keyword-named value, or
+  the password of a URL, that is a boolean or setting word (``false``, ``unset``), a number
+  (``10240000``, ``30s``), an example word (``secret``, ``secr3t``, ``pass``: compared with
+  digits read as letters), a descriptive placeholder (``passwd-on-proxy``), a file name
+  (``dkim.private``, ``ca-key.pem``), a macro name (``DKIM_PRIVATE_KEY``) or a path with
+  variables (``/etc/exim4/$domain.pem``) is no credential (:func:`is_example_value`). In raw
+  HTML (``markup``) a value ends at the next tag. Key material, tokens of a known shape and
+  real connection strings are still masked.
 * Any other occurrence in the same text of a value found (eight characters or more) is masked
   too. Masking is idempotent: a masked text has no finding.
 """
@@ -89,7 +97,7 @@ from vdgr_core.safety.casefold import fold_lower
 
 # Part of the build settings recorded in the manifest: a change of these rules (or of the
 # detect-secrets release) makes the next update rebuild every domain.
-RULES_VERSION = f"secrets-3/detect-secrets-{_DETECT_SECRETS_VERSION}"
+RULES_VERSION = f"secrets-4/detect-secrets-{_DETECT_SECRETS_VERSION}"
 
 PRIVATE_KEY = "private_key"
 _MASK = "[REDACTED:{kind}]"
@@ -113,6 +121,7 @@ _PLUGINS = tuple((_slug(p.secret_type), p) for p in (
     DiscordBotTokenDetector(), TelegramBotTokenDetector(), SquareOAuthDetector(), BasicAuthDetector(),
 ))
 _JWT = _slug(JwtTokenDetector.secret_type)
+_BASIC_AUTH = _slug(BasicAuthDetector.secret_type)
 _KEYWORD = KeywordDetector()
 _KEYWORD_KIND = _slug(KeywordDetector.secret_type)          # "secret_keyword"
 # the keyword detector's config-file regexes: ``=`` / ``:=`` assignments, and ``key: value``
@@ -143,6 +152,8 @@ _PRIVATE_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
 _VALUE_CUT = re.compile(r"[\s;&,]")      # an assigned value ends there (connection strings, URLs)
 _WORD_CUT = re.compile(r"\s")
+# in raw HTML a value also ends at the next tag: a literal "<" in HTML text is written "&lt;"
+_MARKUP_CUTS = {_VALUE_CUT: re.compile(r"[\s;&,<]"), _WORD_CUT: re.compile(r"[\s<]")}
 _NAMED_VALUE = re.compile(r"[A-Za-z]+=")        # used with match(): anchored at the start
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
@@ -244,7 +255,7 @@ def _is_placeholder(value: str) -> bool:
 
 #: what a keyword can name that is not a credential (a value named by ``password=``, "token:")
 #: a file path of two or more parts (``/etc/postfix/sasl_passwd``, ``~/.pgpass``, ``C:\\keys\\a.pem``)
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~-]+(?:/[\w.@%+~-]*)+|~/[\w.@%+~-]+"
+_PATH = re.compile(r"(?:~|\.{1,2}|\$\{?\w+\}?)?/[\w.@%+~${}-]+(?:/[\w.@%+~${}-]*)+|~/[\w.@%+~${}-]+"
                    r"|[A-Za-z]:\\[\w .@%+~-]+(?:\\[\w .@%+~-]*)*")
 #: a lookup-table or resource reference ``type:path`` (Postfix ``hash:/etc/...``, ``regexp:``,
 #: ``lmdb:``, ``ldap:/etc/postfix/ldap.cf``; ``file:///...``; a URL without a password)
@@ -256,6 +267,52 @@ _PLACEHOLDER_WORD = re.compile(
     r"(?:your|my|the|some|a)[_-]?(?:own[_-]?|new[_-]?|secret[_-]?)?"
     r"(?:password|passwd|pass|passphrase|pw|pwd|secret|token|api[_-]?key|key|credentials?)(?:[_-]?here)?)")
 _MASK_CHARACTERS = frozenset("xX*.#_-0")
+#: what a setting's value is when it is no secret: a boolean or keyword, a number with an
+#: optional unit (``10240000``, ``30s``, ``0644``)
+_SETTING_WORD = re.compile(r"(?i)true|false|yes|no|on|off|none|null|nil|unset|empty|default|required|optional|"
+                           r"enabled?|disabled?|auto|any|all|never|always|blank|unlimited|\d+(?:\.\d+)?[a-z%]{0,3}")
+#: example words a manual writes for a password, compared after undoing digit-for-letter spelling
+#: (``secr3t``, ``p@ssw0rd``)
+_EXAMPLE_WORDS = frozenset({"pass", "passwd", "password", "pw", "pwd", "secret", "user", "username", "login", "foo",
+                            "bar", "baz", "qux", "test", "testing", "demo", "example", "sample", "value", "string",
+                            "text", "mypass", "mypassword", "mysecret", "yourpassword", "yoursecret",
+                            "passphrase", "token", "mytoken", "key", "mykey", "abc", "xyz"})
+_WORD_AND_DIGITS = re.compile(r"([a-z]+)\d+")
+_UNLEET = str.maketrans("0134578@$!|", "oieastbasil")
+#: a descriptive placeholder: lower-case words joined by ``-`` or ``_``, one of them naming a
+#: credential (``passwd-on-proxy``, ``your_secret_here``)
+_DESCRIPTIVE = re.compile(r"[a-z]+(?:[-_][a-z]+)+")
+_CREDENTIAL_WORD = re.compile(r"pass|secret|token|key|pwd|credential")
+#: a file name with an extension naming what it holds (``dkim.private``, ``server.key``, ``ca-key.pem``)
+_FILE_NAME = re.compile(r"(?i)(?:[\w.@%+~${}-]+/)*[\w.@%+~-]*\w\.(?:pem|key|crt|cer|csr|der|p12|pfx|jks|pub|priv|private|secret|"
+                        r"pass|passwd|password|txt|conf|cfg|cnf|ini|json|ya?ml|toml|db|asc|gpg|kdbx|keytab|env)")
+#: a macro or environment variable name (``DKIM_PRIVATE_KEY``)
+_MACRO = re.compile(r"[A-Z]+(?:_[A-Z]+)+")
+
+
+def is_example_value(value: str) -> bool:
+    """A value a manual writes where a credential goes, which is no credential: a setting word
+    or number, an example word (``secr3t``: compared with digits read as letters), a
+    descriptive placeholder (``passwd-on-proxy``), a file name (``dkim.private``) or a macro
+    name (``DKIM_PRIVATE_KEY``).
+
+    Examples
+    --------
+    >>> [is_example_value(v) for v in ("false", "10240000", "secr3t", "passwd-on-proxy", "dkim.private", "test1234")]
+    [True, True, True, True, True, True]
+    >>> [is_example_value(v) for v in ("postgres", "S3cr3tPassw0rd", "Tr0ub4dor&3", "your-key-9f8e7d6c5b4a",
+    ...                                "P@ssw0rd2026")]
+    [False, False, False, False, False]
+    """
+    v = value.strip(_QUOTES)
+    if _SETTING_WORD.fullmatch(v) or _FILE_NAME.fullmatch(v) or _MACRO.fullmatch(v):
+        return True
+    if v.lower().translate(_UNLEET) in _EXAMPLE_WORDS:
+        return True
+    word = _WORD_AND_DIGITS.fullmatch(v)          # "test1234", "password123"
+    if word and word.group(1) in _EXAMPLE_WORDS:
+        return True
+    return bool(_DESCRIPTIVE.fullmatch(v) and _CREDENTIAL_WORD.search(v))
 
 
 def _names_no_secret(value: str, line: str) -> bool:
@@ -269,7 +326,7 @@ def _names_no_secret(value: str, line: str) -> bool:
     quoted = at > 0 and line[at - 1] in _QUOTES          # a string literal is no reference
     if at >= 0 and not quoted and is_indirect_reference("value = " + line[at:].split(None, 1)[0].rstrip(",;")):
         return True
-    if _PATH.fullmatch(value) or _TYPED_PATH.fullmatch(value):
+    if _PATH.fullmatch(value) or _TYPED_PATH.fullmatch(value) or is_example_value(value):
         return True
     return bool(_PLACEHOLDER_WORD.fullmatch(value)) or set(value) <= _MASK_CHARACTERS
 
@@ -279,11 +336,15 @@ def _looks_secret(value: str) -> bool:
     return len(value) >= 6 and (any(ch.isdigit() for ch in value) or any(ch in _SYMBOLS for ch in value))
 
 
-def _keyword_values(line: str) -> Iterator[tuple[str, bool]]:
-    """(value, prose) pairs the keyword detector finds on ``line``."""
+def _cut(cut: re.Pattern, markup: bool) -> re.Pattern:
+    return _MARKUP_CUTS[cut] if markup else cut
+
+
+def _keyword_values(line: str, markup: bool = False) -> Iterator[tuple[str, bool]]:
+    """(value, prose) pairs the keyword detector finds on ``line`` (``markup``: raw HTML)."""
     for groups, prose in ((_ASSIGNMENT_GROUPS, False), (_COLON_GROUPS, True)):
         for raw in _KEYWORD.analyze_string(line, denylist_regex_to_group=groups):
-            value, quoted = _clean_value(raw, line=line)
+            value, quoted = _clean_value(raw, _cut(_VALUE_CUT, markup), line=line)
             if (_is_placeholder(value) or _names_no_secret(value, line)
                     or (prose and not quoted and not _looks_secret(value))):
                 continue
@@ -325,7 +386,7 @@ def _secret_part(m: re.Match) -> tuple[int, int]:
     return m.start(), m.end()
 
 
-def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[SecretSpan]:
+def _line_spans(line: str, offset: int, text: str, which: set[int], markup: bool = False) -> Iterator[SecretSpan]:
     for n in sorted(which - {_KEYWORDS}):
         kind, plugin = _PLUGINS[n]
         if kind == PRIVATE_KEY:       # the block, when the line has its dashed marker
@@ -337,12 +398,16 @@ def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[
         for pattern in plugin.denylist:
             for m in pattern.finditer(line):
                 start, end = _secret_part(m)
+                if kind == _BASIC_AUTH and m.lastindex:     # the password, however short
+                    start, end = m.start(m.lastindex), m.end(m.lastindex)
                 named = _NAMED_VALUE.match(line, start, end)     # "AccountKey=..." -> the key
                 if named:
                     start = named.end()
                 value = line[start:end]
                 if not value or _MASKED.search(value):
                     continue
+                if kind == _BASIC_AUTH and (_is_placeholder(value) or _names_no_secret(value, line)):
+                    continue        # "https://user:pass@example.com": a manual's example
                 if kind == _JWT:
                     if not JwtTokenDetector.is_formally_valid(value):
                         continue
@@ -356,8 +421,8 @@ def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[
         for m in pattern.finditer(line):
             if prose:
                 # "password=X;..." ends like an assignment, "the password is X" at whitespace
-                value, quoted = _clean_value(m.group("value"), _VALUE_CUT if m.group("sep") else _WORD_CUT,
-                                             line)
+                value, quoted = _clean_value(m.group("value"),
+                                             _cut(_VALUE_CUT if m.group("sep") else _WORD_CUT, markup), line)
                 if (_is_placeholder(value) or _names_no_secret(value, line)
                         or (not quoted and not _looks_secret(value))):
                     continue
@@ -367,7 +432,7 @@ def _line_spans(line: str, offset: int, text: str, which: set[int]) -> Iterator[
                 if _is_placeholder(value):
                     continue
             yield from _spans_of_value(line[at:], offset + at, value, kind)
-    for value, _prose in _keyword_values(line):
+    for value, _prose in _keyword_values(line, markup):
         yield from _spans_of_value(line, offset, value, _KEYWORD_KIND)
 
 
@@ -444,11 +509,12 @@ def may_hold_secrets(text: str) -> bool:
     return pattern.search(where) is not None
 
 
-def find_secrets(text: str) -> list[SecretSpan]:
+def find_secrets(text: str, markup: bool = False) -> list[SecretSpan]:
     """Credential spans of ``text``, sorted, overlapping spans merged.
 
     The kind of a merged span is that of its highest-priority detector (specific plugins
-    first, the keyword and prose patterns last).
+    first, the keyword and prose patterns last). With ``markup`` (raw HTML) a keyword-named
+    value ends at the next tag.
     """
     if not text:
         return []
@@ -458,7 +524,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
         starts.append(starts[-1] + len(line) + 1)
     spans: list[SecretSpan] = []
     for n, which in sorted(_candidate_lines(text, starts).items()):
-        spans.extend(_line_spans(lines[n], starts[n], text, which))
+        spans.extend(_line_spans(lines[n], starts[n], text, which, markup))
     if not spans:
         return []
     # other occurrences of a found value elsewhere in the text
@@ -486,7 +552,7 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def mask_secrets(text: str, *, lines_in: Optional[str] = None) -> MaskedText:
+def mask_secrets(text: str, *, lines_in: Optional[str] = None, markup: bool = False) -> MaskedText:
     """Replace every credential of ``text`` with ``[REDACTED:<kind>]``.
 
     Parameters
@@ -497,13 +563,15 @@ def mask_secrets(text: str, *, lines_in: Optional[str] = None) -> MaskedText:
         Where line numbers are counted: by default ``text`` itself; for text derived from a
         document (a parsed section), the document's raw text, in which the secret is looked up
         verbatim (line 0 when it is not there).
+    markup : bool
+        ``text`` is raw HTML: a keyword-named value also ends at the next tag (``<``).
 
     Returns
     -------
     MaskedText
         The masked text and one finding per masked span (line, kind, fingerprint).
     """
-    spans = find_secrets(text)
+    spans = find_secrets(text, markup)
     if not spans:
         return MaskedText(text, ())
     parts, findings, pos = [], [], 0
@@ -529,4 +597,4 @@ def mask_short(text: str) -> str:
 
 
 __all__ = ["MaskedText", "SecretFinding", "SecretSpan", "RULES_VERSION", "find_secrets", "fingerprint",
-           "mask_secrets", "mask_short", "mask_token", "may_hold_secrets"]
+           "is_example_value", "mask_secrets", "mask_short", "mask_token", "may_hold_secrets"]

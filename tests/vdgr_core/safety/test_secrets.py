@@ -248,4 +248,42 @@ def test_a_word_in_brackets_is_a_placeholder():
 def test_the_bracket_rule_is_a_new_rules_version():
     from vdgr_core.safety.secrets import RULES_VERSION
 
-    assert RULES_VERSION.startswith("secrets-3/")
+    assert int(RULES_VERSION.split("/")[0].split("-")[1]) >= 3
+
+
+# manuals are not leaked configuration files (secrets-4): settings, examples, files and macros
+DOCUMENTATION_LOOK_ALIKES = [
+    "password_required = false",
+    "smtpd_sasl_auth_enable: yes",
+    "password_encryption = 256",
+    "passwd_timeout = 30s",
+    "password=secr3t",
+    "client_password = example",
+    "Use https://user:pass@example.com to log in.",
+    "http://login-on-proxy:passwd-on-proxy@proxy-host.com:port",
+    "in the form <protocol>://<user>:<password>@<domain>/<path>",
+    "dkim_private_key = dkim.private",
+    "dkim_private_key = /etc/exim4/${dkim_domain}.pem",
+    "tls.myprivkey=\"tls-certs/key.pem\"",
+    "dkim_private_key = DKIM_PRIVATE_KEY",
+    "user=\"rsyslog\" pass=\"test1234\"",
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTATION_LOOK_ALIKES)
+def test_documentation_values_are_not_credentials(text):
+    assert mask_secrets(text).findings == ()
+
+
+def test_the_real_credentials_beside_the_documentation_rules_stay_masked():
+    for line, secret in [("password = Zq8!vLm3pX", "Zq8!vLm3pX"), ("client_password = hunter2hunter2", "hunter2hunter2"),
+                         ("https://deploy:S3cr3tPassw0rd@git.internal/repo", "S3cr3tPassw0rd"),
+                         ("password=P@ssw0rd2026", "P@ssw0rd2026")]:
+        assert secret not in mask_secrets(line).text, line
+
+
+def test_in_raw_html_a_value_ends_at_the_next_tag():
+    raw = "<pre><code>token: value</code></pre> and <tt>${PWD:h}</tt>&rsquo;"
+    assert mask_secrets(raw, markup=True).findings == ()
+    assert mask_secrets("<code>password: Zq8!vLm3pX</code>", markup=True).text == \
+        "<code>password: [REDACTED:password]</code>"
