@@ -270,11 +270,15 @@ class RetrieveSettings:
         Route names, as registered in :mod:`vdgr_core.query.routes`.
     composition : {"parallel", "sequential"}
         All routes fused, or route 1 first and the others while the evidence falls short.
+    named_first : bool
+        Within each document, the sections whose title the question names come first
+        (:mod:`vdgr_core.query.named`).
     """
 
     k: int = 10
     routes: tuple[str, ...] = ("hybrid", "graph")
     composition: str = "parallel"
+    named_first: bool = True
 
     def __post_init__(self):
         _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
@@ -465,6 +469,9 @@ class QueryConfig(_Frozen):
     # graph); a name no route registers is refused when a knowledge base is opened
     routes: tuple[str, ...] = ("hybrid", "graph")
     composition: Literal["parallel", "sequential"] = "parallel"
+    # within each document, the sections whose title the question names come first
+    # (vdgr_core.query.named; bench/quality/bench_refdocs.py and the ablation measure it)
+    named_first: bool = True
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
     # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)
@@ -541,7 +548,7 @@ class QueryConfig(_Frozen):
         ``model_copy(update=...)`` is reflected)."""
         g = self.guardrails
         return QuerySlices(
-            retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition),
+            retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition, self.named_first),
             routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
             fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
                                   tuple(self.route_weights.items()), self.reranker.top_n),

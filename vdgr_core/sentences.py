@@ -17,6 +17,8 @@ def split_sentences(text: str) -> list[str]:
     --------
     >>> split_sentences("Press Power. Then tap OK.\\nDone")
     ['Press Power.', 'Then tap OK.', 'Done']
+    >>> split_sentences("Wait a little (e.g. 4 or 5 seconds). Then retry.")
+    ['Wait a little (e.g. 4 or 5 seconds).', 'Then retry.']
     """
     out: list[str] = []
     for line in text.splitlines():
@@ -26,7 +28,7 @@ def split_sentences(text: str) -> list[str]:
         start = 0
         for m in _BOUNDARY.finditer(line):
             piece = line[start:m.start()].strip()
-            last = piece.rsplit(None, 1)[-1].rstrip(".").lower() if piece else ""
+            last = piece.rsplit(None, 1)[-1].rstrip(".").lstrip("(\"'[").lower() if piece else ""
             if last in _ABBREV or (len(last) == 1 and last.isalpha()):
                 continue
             if piece:

@@ -1,7 +1,12 @@
 """Answers with citations ``[n]`` referring to the evidence order (1 = best).
 
 Offline: an extractive answer quoting the evidence units (sentences, procedures, table rows,
-commands) sharing most words with the question, one part per product version. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
+commands) sharing most words with the question, one part per product version. The answer is
+focused on one evidence item, the *anchor* (the first one, unless another holds a clearly
+better unit): a reference entry is quoted from its defining lines (its term, its fields, the
+first sentence of its description), then the best units and the sentence that follows them;
+units next to each other are quoted as one run with one citation. With an LLM: a prompt in
+which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
 
@@ -17,6 +22,20 @@ from vdgr_core.query.textutil import overlap, terms
 _HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|\bprocedure\b"
                   r"|\binstructions?\b|^\s*(?:reset|install|configure|set up|enable|disable|change|update)\b",
                   re.I)
+# a question asking what happens when a setting is left alone: sentences naming the default count
+_DEFAULT_Q = re.compile(r"\bdefaults?\b|\bunless\b|\bif (?:i|you|we) (?:do not|don't|never)\b|\bwithout (?:setting|"
+                        r"specifying|changing|configuring)\b|\bif (?:it is |it's )?(?:not set|unset|left unspecified)\b"
+                        r"|\bout of the box\b", re.I)
+_DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unset|not specified|unspecified|left unspecified|"
+                        r"omitted)\b|\bunless\b", re.I)
+# a sentence that leans on the one before it ("Use of this algorithm is recommended ...")
+_ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b", re.I)
+DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
+WHOLE_ENTRY_CHARS = 700  # a reference entry this short is quoted whole
+# a field of an entry (``Grammar: max-cache-size ...;``, ``Default: unset``): a block, not its first sentence
+_FIELD_LINE = re.compile(r"^[A-Z][A-Za-z -]{1,24}:\s")
+# a table of fields opening a section (``type | default | mandatory``, ``Syntax: ... Default: ...``)
+_FIELD_HEAD = re.compile(r"^(?=.*(?:\||:)).*\bdefault\b", re.I)
 NO_ANSWER = "No answer was found in the indexed documentation you can access."
 MAX_SENTENCES = 3        # an answer's budget, in sentences (a block costs one per line)
 TOP_EVIDENCE = 5
@@ -24,6 +43,10 @@ PER_VERSION = 2          # the budget of each part when the answer is split by v
 FOLLOW_SHARE = 0.3       # a unit after the best one must score above this share of the best
 FLOOR = 0.05             # a unit scoring only the evidence-rank bonus answers nothing
 VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >= this share of the best
+ANCHOR_SHARE = 0.4       # the first evidence is the anchor while its best unit scores >= this share of the best
+HEAD_MAX_CHARS = 500     # an entry's defining lines (term, fields) quoted before its first sentence
+# a title that is an identifier (an option, a parameter): words joined by "_-.:", camelCase or CAPITALS
+_IDENTIFIER_TITLE = re.compile(r"^(?:\S*[_.:-]\S*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z][A-Z0-9]{3,})$")
 
 
 class _Scored(NamedTuple):
@@ -58,7 +81,9 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     named = named_versions(question, {ev.version for _, ev in top if ev.version})
     if named:
         top = [(n, ev) for n, ev in top if not ev.version or ev.version in named]
-    scored = [_Scored(_score(qterms, u, how) + 0.05 / n, n, u, ev.version)
+    default_q = bool(_DEFAULT_Q.search(question))
+    scored = [_Scored(_score(qterms, u, how) + 0.05 / n + (DEFAULT_BONUS if default_q and _DEFAULT_S.search(u.text) else 0.0),
+                      n, u, ev.version)
               for n, ev in top for u in answer_units(ev.text, [ev.title, *ev.path]) if len(u.text) >= 3]
     if not scored:
         return NO_ANSWER
@@ -67,12 +92,119 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
-        return _join(best, how)
+        return _focused(scored, dict(top), how)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
         mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
+
+
+def _first_line(text: str) -> str:
+    return " ".join(next((ln for ln in text.splitlines() if ln.strip()), "").split())
+
+
+def is_definition(ev: Evidence) -> bool:
+    """Whether ``ev`` is a reference entry: its text opens with its title (the term line a
+    parser gives an entry) or with a table of fields naming a default, or its title is an
+    identifier (``PollingInterval``, ``max-cache-size``)."""
+    title = " ".join(ev.title.split()).split(", ")[0]      # a group of forms: its first one
+    if not title or len(title) > 100:
+        return False
+    first = _first_line(ev.text)
+    return (first.casefold().startswith(title.casefold()) or bool(_FIELD_HEAD.match(first))
+            or bool(_IDENTIFIER_TITLE.match(title)))
+
+
+def _head(ev: Evidence, units: Sequence[Unit]) -> tuple[str, int]:
+    """An entry's defining lines, and the position of the last unit they hold (-1: none).
+
+    The term line (the text's first line, or the title when the text does not open with it),
+    then the blocks before the first sentence (fields, a table under its header row) when they
+    fit :data:`HEAD_MAX_CHARS`, then that first sentence.
+    """
+    first, title = _first_line(ev.text), " ".join(ev.title.split())
+    term = first if first.casefold().startswith(title.casefold()) and len(first) <= len(title) + 20 else title
+    sentence = next((u for u in units if u.kind == "sentence" and not _FIELD_LINE.match(u.text)), None)
+    if sentence is None:
+        return term, -1
+    blocks: list[str] = []
+    for u in units[: sentence.pos]:
+        if u.kind == "row" and u.lead and (not blocks or blocks[-1] != u.lead) and u.lead not in blocks:
+            blocks.append(u.lead)
+        blocks.append(u.text)
+    lines = [term] + (blocks if sum(len(b) for b in blocks) <= HEAD_MAX_CHARS else []) + [sentence.text]
+    return "\n".join(lines), sentence.pos
+
+
+def _whole(ev: Evidence) -> str:
+    """A short entry as an answer quotes it: its lines, wrapped lines joined."""
+    first, title = _first_line(ev.text), " ".join(ev.title.split())
+    lines = [ln.strip() for ln in ev.text.splitlines() if ln.strip()]
+    if not first.casefold().startswith(title.casefold()):
+        lines.insert(0, title)
+    return "\n".join(lines)
+
+
+def _focused(scored: Sequence[_Scored], evidence: dict, how: bool) -> str:
+    """The answer from one anchor evidence item (see the module docstring), plus the best unit
+    of another item when that one scores higher than the anchor's best."""
+    best = scored[0]
+    first = [s for s in scored if s.n == 1]
+    anchor = 1 if first and first[0].score >= ANCHOR_SHARE * best.score else best.n
+    ev = evidence[anchor]
+    mine = sorted((s for s in scored if s.n == anchor), key=lambda s: s.unit.pos)
+    ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
+    by_pos = {s.unit.pos: s for s in mine}
+    head, covered = "", -1
+    if is_definition(ev):
+        if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
+            return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
+        head, covered = _head(ev, [s.unit for s in mine])
+    chosen: dict[int, _Scored] = {}
+    left = MAX_SENTENCES
+    floor = max(FLOOR, FOLLOW_SHARE * ranked[0].score)
+    for s in ranked:
+        if left <= 0 or (chosen and s.score <= floor):
+            break
+        if s.unit.pos <= covered or s.unit.pos in chosen:
+            continue
+        chosen[s.unit.pos] = s
+        left -= min(MAX_SENTENCES, s.unit.text.count("\n") + 1) if s.unit.block else 1
+        prev = by_pos.get(s.unit.pos - 1)      # the sentence a "this ..." sentence leans on
+        if prev is not None and _ANAPHOR.match(s.unit.text) and prev.unit.pos > covered and prev.unit.pos not in chosen:
+            chosen[prev.unit.pos] = prev
+            left -= 1
+        nxt = by_pos.get(s.unit.pos + 1)       # the sentence that follows the best one
+        if nxt is not None and left > 0 and nxt.score > FLOOR and nxt.unit.pos not in chosen:
+            chosen[nxt.unit.pos] = nxt
+            left -= 1
+    picks = sorted(chosen.values(), key=lambda s: s.unit.pos)
+    others = [s for s in scored if s.n != anchor and s.score > ranked[0].score]
+    return _runs(head, covered, picks, anchor, how) + (
+        ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others[:1], how) if others else "")
+
+
+def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) -> str:
+    """The anchor's head and picked units in reading order; units next to each other form one
+    run, cited once at its end. A block stands on its own lines; sentences run on."""
+    runs: list[list[tuple[str, bool]]] = [[(head, False)]] if head else []
+    last = covered if head else None
+    for s in picks:
+        piece = (s.unit.quoted(how).rstrip(), s.unit.block)
+        if runs and last is not None and s.unit.pos == last + 1:
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+        last = s.unit.pos
+    out: list[tuple[str, bool]] = []
+    for run in runs:
+        text, prev_block = run[0]
+        for piece, block in run[1:]:
+            text += ("\n" if block or prev_block else " ") + piece
+            prev_block = block
+        out.append((f"{text} [{n}]", "\n" in text))
+    return ("\n" if any(multi for _, multi in out) else " ").join(t for t, _ in out)
 
 
 def _pick(scored: Sequence[_Scored], budget: int) -> list[_Scored]:

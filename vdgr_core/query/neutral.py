@@ -21,7 +21,9 @@ from typing import Sequence
 from vdgr_core.llm.untrusted import defuse_angles
 from vdgr_core.query.result import Citation, Evidence
 
-_CONTROL = re.compile(r"<\|[^<>|\n]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
+# ``<s>`` (a sentence-start token) in lower case only: ``<S>`` is ordinary text in manuals (zsh's
+# option flags ``<K> <S>``)
+_CONTROL = re.compile(r"(?i:<\|[^<>|\n]{0,64}\|>|\[/?INST\]|<</?SYS>>)|</?s>")
 _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9:_-]*(?:\s[^<>]*)?/?>", re.DOTALL)
 _BRACKETED = re.compile(r"\[(\s*\d+\s*)\]")
 _CITATION = re.compile(r"\[(\d+)\]")

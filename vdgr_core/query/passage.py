@@ -1,5 +1,10 @@
-"""The passage shown for a section: its matched chunks merged in reading order, with context.
+"""The passage shown for a section: the whole section when it is short, else its matched chunks
+merged in reading order, with context.
 
+A section of at most :data:`WHOLE_SECTION_CHUNKS` chunks is a unit a reader wants whole (a
+reference entry, a step list, a short how-to): its passage is all of it. A longer one starts at
+its beginning too (the entry's term and defining lines, the how-to's lead-in), then its best
+matched chunks.
 Chunks of one section overlap (each starts with the last words of the one before, see
 :func:`vdgr_core.chunking.split_text`); adjacent chunks are joined without repeating that
 overlap, non-adjacent ones with an ellipsis line. The sentence before the first matched chunk
@@ -16,6 +21,7 @@ from vdgr_core.query.view import IndexView
 from vdgr_core.sentences import split_sentences
 
 MAX_CHUNKS = 4          # matched chunks merged into one passage (the best ones)
+WHOLE_SECTION_CHUNKS = 3    # a section of at most this many chunks is shown whole
 GAP = "\n…\n"
 _WORD = re.compile(r"\S+")
 
@@ -59,15 +65,18 @@ def _context_after(text: str) -> str:
 def section_passage(data: IndexView, section: int, matched: Sequence[int], context: bool = True) -> Passage:
     """The passage of ``section`` around its ``matched`` content rows (best first).
 
-    At most :data:`MAX_CHUNKS` matched chunks are kept (the best), merged in reading order;
-    with ``context`` the neighbouring sentences inside the section are added.
+    A section of at most :data:`WHOLE_SECTION_CHUNKS` chunks is kept whole. Otherwise its
+    first chunk and at most :data:`MAX_CHUNKS` - 1 matched chunks (the best) are kept, merged
+    in reading order; with ``context`` the neighbouring sentences inside the section are added.
     """
     c = data.contents
     members = [int(r) for r in data.sections.rows[section]]
     pos = {r: i for i, r in enumerate(members)}
-    keep = sorted({int(r) for r in matched[:MAX_CHUNKS] if int(r) in pos}, key=pos.__getitem__)
-    if not keep:
-        keep = members[:1]
+    if len(members) <= WHOLE_SECTION_CHUNKS:
+        keep = members
+    else:
+        best = [int(r) for r in matched if int(r) in pos and int(r) != members[0]][: MAX_CHUNKS - 1]
+        keep = sorted({members[0], *best}, key=pos.__getitem__)
     parts: list[str] = []
     text = ""
     prev = None

@@ -11,7 +11,8 @@ screen -> route -> retrieve -> expand -> evidence -> answer:
    registry, fused;
 4. **expand** (:class:`vdgr_core.query.expand.Expander`): backtracking, reflection, the
    bridge query;
-5. **evidence** (:mod:`vdgr_core.query.evidence`): at most half of ``k`` per document, the
+5. **evidence** (:mod:`vdgr_core.query.evidence`): within each document the sections the
+   question names first (:mod:`vdgr_core.query.named`), at most half of ``k`` per document, the
    sections' passages;
 6. **answer** (:class:`vdgr_core.query.answer_stage.AnswerStage`): the screened answer.
 
@@ -31,6 +32,7 @@ from vdgr_core.query.evidence import injection_flags, to_evidence
 from vdgr_core.query.expand import Expander
 from vdgr_core.query.fusion import cap_per_document
 from vdgr_core.query.guardrails import screen_query
+from vdgr_core.query.named import named_first
 from vdgr_core.query.neutral import citations
 from vdgr_core.query.pipeline import Retriever
 from vdgr_core.query.result import QueryResult
@@ -54,11 +56,15 @@ class QueryStages:
     answerer : AnswerStage
     deny_list : sequence of str
         The query screen's blocked words and phrases.
+    named : bool
+        Whether the evidence stage puts the sections the question names first within their
+        document (``RetrieveSettings.named_first``).
     """
 
     def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
-                 answerer: AnswerStage, deny_list: Sequence[str] = ()):
+                 answerer: AnswerStage, deny_list: Sequence[str] = (), named: bool = True):
         self.view = view
+        self.named = named
         self.embedder = embedder
         self.router = router
         self.retriever = retriever
@@ -117,8 +123,14 @@ class QueryStages:
         ctx.search = Search(text, qvec, scope, ctx.domains, trace)
 
     def evidence(self, ctx: QueryContext) -> None:
-        """At most half of ``k`` per document, then the first ``k`` sections as evidence."""
-        hits = cap_per_document(ctx.hits, self.view.sections.doc, ctx.k)[: ctx.k]
+        """The named sections first in their documents, at most half of ``k`` per document, then
+        the first ``k`` sections as evidence."""
+        hits = ctx.hits
+        if self.named:
+            titles = self.view.contents.title
+            hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
+                               lambda h: titles[h.row]) + list(hits[3 * ctx.k:])
+        hits = cap_per_document(hits, self.view.sections.doc, ctx.k)[: ctx.k]
         ctx.evidence = [to_evidence(self.view, h) for h in hits]
         flagged = injection_flags(self.view, hits)
         if flagged:

@@ -89,3 +89,35 @@ def test_the_answer_stage_gives_the_split_answer_with_exact_citations():
     answer = stage.answer(Q, evidence, TraceRecorder(None))
     assert answer == extractive_answer(Q, evidence)
     assert [c.evidence for c in citations(answer, 2)] == [int(n) for n in re.findall(r"\[(\d)\]", answer)]
+
+
+RECURSIVE = ("recursive-clients\nGrammar: recursive-clients <integer>;\nBlocks: options\n"
+             "This sets the maximum number (a \"hard quota\") of simultaneous recursive lookups the server performs "
+             "on behalf of clients. The default is 1000. Because each recursing client uses a fair bit of memory "
+             "(on the order of 20 kilobytes), the value of the recursive-clients option may have to be decreased "
+             "on hosts with limited memory. " + "It is a quota of the resolver. " * 20)
+
+
+def test_an_entry_is_quoted_from_its_defining_lines_with_the_default_in_one_run():
+    evidence = [ev(RECURSIVE, title="recursive-clients", n=1),
+                ev("Caches keep answers. The cache holds clients too.", title="Caching", n=2)]
+    answer = extractive_answer("What is the default limit on simultaneous recursive lookups for clients?", evidence)
+    assert answer.startswith("recursive-clients\nGrammar: recursive-clients <integer>;\n"
+                             "This sets the maximum number")
+    assert "on behalf of clients. The default is 1000." in answer      # adjacent: one run, no citation between
+    assert answer.count("[1]") == 1 and "[2]" not in answer
+
+
+def test_a_short_entry_is_quoted_whole():
+    text = "BG_NICE (-6) <C> <Z>\nRun all background jobs at a lower priority. This option is set by default."
+    answer = extractive_answer("Are background jobs niced unless I change an option?",
+                               [ev(text, title="BG_NICE (-6) <C> <Z>"), ev("Jobs run in the background.", n=2)])
+    assert answer == text + " [1]"
+
+
+def test_prose_sections_are_not_entries():
+    from vdgr_core.query.answer import is_definition
+
+    assert not is_definition(ev("Call a number from the Phone app keypad.", title="Calls"))
+    assert is_definition(ev("type | default | mandatory\ninteger | 10 | no\nPolling.", title="Interval"))
+    assert is_definition(ev("Polls files.", title="PollingInterval"))

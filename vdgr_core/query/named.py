@@ -1,0 +1,101 @@
+"""Units the question names come first within their document.
+
+A reference page holds hundreds of entries under one heading, and the entries next to the one
+a question asks about share its words (``max-stale-ttl``, ``stale-answer-enable`` and
+``stale-answer-ttl`` for "what TTL do stale answers get"). Retrieval finds the right document;
+this step makes the entry the question *names* its first section:
+
+- an **identifier** of the question (``tune.bufsize``, ``--autosquash``, ``AUTO_CD``,
+  ``max-cache-size``: a word with ``_ . : / -`` inside, an option flag, a name in capitals with
+  an underscore) that is a whole term of the section's title; or
+- a title of two words or more (a term's parts: ``stale-answer-ttl`` is stale, answer, ttl)
+  every one of which the question holds (light-stemmed, placeholders such as ``<delay>`` left
+  out).
+
+Only the order *within* a document changes: each document keeps the places it held in the list,
+and its named sections take the first of them, in their order; the others follow in theirs.
+Nothing moves across documents, so a document ranked first stays first.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from vdgr_core.query.fusion import SectionHit
+from vdgr_core.stopwords import STOP_WORDS
+from vdgr_core.tokens import stem
+
+_IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[A-Za-z0-9][\w.-]*|[A-Za-z_$%][\w$]*(?:[._:/-][\w$]+)+|"
+                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+)")
+_PLACEHOLDER = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
+_PIECE = re.compile(r"[A-Za-z0-9]+")
+_ALTERNATIVES = re.compile(r"\s*[,;|]\s+")
+_TERM_SPLIT = re.compile(r"[\s,;|()=<>\[\]{}\"'`]+")
+
+
+def identifiers(question: str) -> frozenset[str]:
+    """The identifiers a question writes, lower-cased (trailing ``.,:;?`` removed).
+
+    Examples
+    --------
+    >>> sorted(identifiers("What does tune.bufsize or --autosquash do? Is AUTO_CD on by default?"))
+    ['--autosquash', 'auto_cd', 'tune.bufsize']
+    """
+    return frozenset(m.group(0).rstrip(".,:;?!").casefold() for m in _IDENTIFIER.finditer(question))
+
+
+def _pieces(text: str) -> frozenset[str]:
+    return frozenset(stem(p) for p in (w.casefold() for w in _PIECE.findall(text)) if p not in STOP_WORDS)
+
+
+def names(question: str, title: str, ids: frozenset[str] = None, words: frozenset[str] = None) -> bool:
+    """Whether ``question`` names the section titled ``title`` (see the module docstring).
+
+    Examples
+    --------
+    >>> names("What TTL is put on stale answers by default?", "stale-answer-ttl")
+    True
+    >>> names("What TTL is put on stale answers by default?", "max-stale-ttl")
+    False
+    >>> names("How do I set tune.bufsize?", "tune.bufsize <number>")
+    True
+    """
+    ids = identifiers(question) if ids is None else ids
+    words = _pieces(question) if words is None else words
+    for alternative in _ALTERNATIVES.split(title):
+        terms = {t.casefold().rstrip(".,:;") for t in _TERM_SPLIT.split(alternative) if t}
+        if ids & terms:
+            return True
+        pieces = _pieces(_PLACEHOLDER.sub(" ", alternative))
+        if len(pieces) >= 2 and pieces <= words:
+            return True
+    return False
+
+
+def named_first(question: str, hits: Sequence[SectionHit], doc_of, title_of: Callable[[SectionHit], str]) -> list[SectionHit]:
+    """``hits`` with each document's named sections first among the places it holds.
+
+    Parameters
+    ----------
+    question : str
+    hits : sequence of SectionHit
+        Best first.
+    doc_of : indexable
+        Section -> document number (``IndexView.sections.doc``).
+    title_of : callable
+        The title of a hit's section.
+    """
+    ids, words = identifiers(question), _pieces(question)
+    docs = [int(doc_of[h.section]) for h in hits]
+    named = [names(question, title_of(h), ids, words) for h in hits]
+    if not any(named):
+        return list(hits)
+    order: dict[int, list[int]] = {}
+    for i, d in enumerate(docs):
+        order.setdefault(d, []).append(i)
+    out = list(hits)
+    for places in order.values():
+        ranked = sorted(places, key=lambda i: (not named[i], i))
+        for place, i in zip(places, ranked):
+            out[place] = hits[i]
+    return out
