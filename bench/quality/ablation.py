@@ -116,6 +116,8 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
     if default.reranker.kind == "none":
         out.append(("full + section rerank", {"reranker": RerankerConfig(kind="section")}))
     out.append(("full - routing", {"routing": False}))
+    out.append(("full - named units first", {"named_first": False}) if default.named_first
+               else ("full + named units first", {"named_first": True}))
     if default.graph_keep_head:
         out.append(("full, walk reorders the head", {"graph_keep_head": False}))
     for method in ("rrf", "convex", "zscore"):     # the fusion alternatives (RRF vs score-based)

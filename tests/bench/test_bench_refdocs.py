@@ -1,0 +1,39 @@
+"""The reference-documentation benchmark: its question file and how an answer or item is scored."""
+import re
+
+from bench.common import read_jsonl
+from bench.prepare.splits import half_of
+from bench.quality.bench_refdocs import QUESTIONS, aggregate, gold_match, norm, score
+
+GOLD = {"document": "zsh/html/Options.html", "answer": "BG_NICE (-6) Run all background jobs at a lower priority.",
+        "regex": r"BG_NICE\s*\(\s*-6\s*\).{0,20}Run\s+all\s+background\s+jobs"}
+
+
+def test_the_question_file_is_whole_and_balanced():
+    qs = read_jsonl(QUESTIONS)
+    assert len(qs) >= 120 and len({q["id"] for q in qs}) == len(qs)
+    for q in qs:
+        re.compile(q["gold"]["regex"])
+        assert q["kind"] in {"default", "option", "command", "procedure", "concept"}
+    assert abs(sum(q["names_product"] for q in qs) - len(qs) / 2) <= 1
+    halves = [half_of(q["id"]) for q in qs]
+    assert 0.35 < halves.count("dev") / len(qs) < 0.65
+    forbidden = re.compile(r"\b(?:bind|named|haproxy|git|zsh|rsyslogd?)\b", re.I)
+    assert not any(forbidden.search(q["question"]) for q in qs if not q["names_product"])
+
+
+def test_matching_reads_tables_and_defused_angles_as_the_page_does():
+    assert norm("integer | 10 |\n no ¶") == "integer 10 no"
+    assert gold_match(GOLD, "BG_NICE (-6) ‹C› ‹Z›\nRun all background jobs at a lower priority.")
+    assert not gold_match(GOLD, "BG_NICE (-6) is an option. " + "x" * 40 + " Run all background jobs")
+
+
+def test_a_question_is_scored_on_its_first_matching_item_of_the_gold_product():
+    q = {"id": "deb-zsh-06", "domain": "zsh", "names_product": True, "gold": GOLD}
+    wrong_product = {"domain": "git", "heading": "", "text": "BG_NICE (-6) Run all background jobs"}
+    right = {"domain": "zsh", "heading": "BG_NICE (-6)", "text": "Run all background jobs at a lower priority."}
+    got = {"items": [wrong_product, right], "routing": ["zsh"], "answer": "No answer.", "ms": 12.0}
+    row = score(q, got)
+    assert row["first"] == 1 and row["routing"] and not row["first_evidence"] and not row["answer"]
+    agg = aggregate([row], {q["id"]: q})
+    assert agg["all"]["hit@1"] == 0 and agg["all"]["hit@5"] == 1 and agg["named"]["n"] == 1
