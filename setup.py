@@ -51,6 +51,6 @@ setup(
         # --extractors); the product parses with pypdfium2 alone
         "bench": ["pdfminer.six>=20231228"],
     },
-    package_data={"runners.serve": ["static/*.html"]},
+    package_data={"runners.serve": ["static/*.html", "static/*.js", "static/*.css"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
 )

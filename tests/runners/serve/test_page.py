@@ -182,7 +182,7 @@ def test_the_evidence_shows_from_the_first_chunk_while_the_llm_writes(browser_co
         assert page.inner_text("#status") == "Writing the answer…"    # the search is over
         page.evaluate("document.getElementById('ev-1').dataset.fromFirstChunk = 'yes'")
         before_first.set()
-        page.wait_for_function("document.getElementById('answer').textContent.includes('25 days')")
+        page.wait_for_function("() => document.getElementById('answer').textContent.includes('25 days')")
         assert at_mid.wait(30) and not mid_answer.is_set()
         assert page.get_attribute("#answer", "aria-busy") == "true"
         assert page.inner_text("#status") == "Writing the answer…"
@@ -478,3 +478,34 @@ def test_accessibility_labels_contrast_and_live_regions(browser_context, live):
     assert not low, low
     page.close()
 
+
+
+# ---- issue 48: the page's own policy ------------------------------------------------------------
+
+def _page_with_violations(browser_context):
+    """A new page that records Content-Security-Policy violations in ``window.violations``."""
+    page = browser_context.new_page()
+    page.add_init_script("window.violations = []; document.addEventListener('securitypolicyviolation',"
+                         " (e) => window.violations.push(e.violatedDirective));")
+    return page
+
+
+def test_the_page_runs_under_its_strict_policy(browser_context, live):
+    """The page's Content-Security-Policy allows no inline code: the page works under it with no
+    violation, and a script injected into it does not run."""
+    page = _page_with_violations(browser_context)
+    response = page.goto(live.url + "/")
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "no-referrer" and response.headers["x-frame-options"] == "DENY"
+    assert page.locator("script:not([src])").count() == 0 and page.locator("style").count() == 0
+    _ask(page, live, STAFF, "How many days of annual leave do employees get?")
+    assert "25 days" in page.inner_text("#answer")
+    assert page.evaluate("window.violations") == []
+    page.evaluate("() => { const s = document.createElement('script'); s.textContent = 'window.injected = 1';"
+                  " document.body.append(s); }")
+    page.wait_for_function("() => window.violations.length > 0")
+    assert page.evaluate("window.injected") is None
+    assert page.evaluate("window.violations") == ["script-src-elem"]
+    page.close()
