@@ -9,7 +9,7 @@ stages and access control as ``vdgr serve``'s ``POST /v1/query``. Two transports
 * ``--transport http``: streamable HTTP at ``http://HOST:PORT/mcp``, every request
   authenticated with the API keys (``--api-keys``) or JWTs of ``vdgr serve``; the groups come
   from the credential (:mod:`runners.mcp.http`). The same guard as ``vdgr serve``'s, with the
-  same flags (:mod:`runners.http_options`).
+  same flags (:mod:`runners.http_options`), and the same refusal of an unsafe start-up.
 
 Needs the ``mcp`` and ``serve`` extras (``pip install 'vdgr[serve,mcp]'``: the credentials and
 snapshots are the service's).
@@ -20,7 +20,7 @@ import argparse
 import sys
 
 from runners.auth_options import add_jwt_options, jwt_settings
-from runners.http_options import add_guard_options, guard_limits
+from runners.http_options import add_guard_options, guard_limits, refuse_unsafe_start
 from schemas.errors import VdgrError
 
 
@@ -97,8 +97,10 @@ def build(args):
 
 def run(args) -> int:
     """Run the ``mcp`` subcommand until the client closes stdio or the server is stopped; 2 on a
-    configuration error."""
+    configuration error or an unsafe start-up (HTTP)."""
     try:
+        if args.transport == "http" and refuse_unsafe_start("mcp", args):
+            return 2
         served, holder = build(args)
     except (VdgrError, ValueError, OSError) as exc:
         print(f"vdgr mcp: error: {exc}", file=sys.stderr)

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from runners.auth_options import add_jwt_options, jwt_settings
-from runners.http_options import add_guard_options, guard_limits
+from runners.http_options import add_guard_options, guard_limits, refuse_unsafe_start
 from schemas.errors import VdgrError
 
 
@@ -54,10 +54,13 @@ def build_app(args):
 
 
 def run(args) -> int:
-    """Run the ``serve`` subcommand until interrupted; 2 on a configuration error."""
+    """Run the ``serve`` subcommand until interrupted; 2 on a configuration error or an unsafe
+    start-up (:func:`runners.http_options.refuse_unsafe_start`)."""
     from runners.serve.startup import serve_forever
 
     try:
+        if refuse_unsafe_start("serve", args):
+            return 2
         app = build_app(args)
     except (VdgrError, ValueError, OSError) as exc:
         print(f"vdgr serve: error: {exc}", file=sys.stderr)
