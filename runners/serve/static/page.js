@@ -6,10 +6,27 @@
 const $ = (id) => document.getElementById(id);
 let domains = [];
 
+// The key in use, kept in the tab's session storage; the box may hold a newer one until the
+// next "Use key", Enter in the box or "Ask" (useKey).
 function key() { return sessionStorage.getItem("vdgr-key") || ""; }
 
+// Takes the key typed in the box into use: false (and says so) when the box is empty.
+// Returns "changed" when it differs from the key used before.
+function useKey() {
+  const typed = $("key").value.trim();
+  if (!typed) {
+    setStatus("Please enter an API key.", "error");
+    $("key").focus();
+    return false;
+  }
+  if (typed === key()) return "same";
+  sessionStorage.setItem("vdgr-key", typed);
+  return "changed";
+}
+
 function errorOf(data, status) {
-  return (data && data.error && data.error.message) || ("HTTP " + status);
+  const message = (data && data.error && data.error.message) || ("HTTP " + status);
+  return status === 401 ? "The API key was not accepted (" + message + ")." : message;
 }
 
 async function api(path, body) {
@@ -49,11 +66,11 @@ function fillVersions() {
   for (const v of versions) sel.append(option(v, v));
 }
 
-async function loadDomains() {
-  setStatus("");
+async function loadDomains(quiet) {    // quiet: leave the status line to the question asked
+  if (!quiet) setStatus("");
   try {
     domains = (await api("/v1/domains")).domains;
-  } catch (e) { setStatus(e.message, "error"); return; }
+  } catch (e) { if (!quiet) setStatus(e.message, "error"); return; }
   const sel = $("domain");
   sel.replaceChildren(option("", "any"));
   for (const d of domains) sel.append(option(d.name, d.name));
@@ -64,11 +81,15 @@ async function loadDomains() {
 const STOP = new Set(("a an and are as at be by can do does for from get has have how i if in into is it its " +
   "me my of on or the this that to was what when where which who why will with you your").split(" "));
 
+// A string as a literal inside a pattern with the `u` flag, where only the syntax characters
+// and "/" may be escaped ("\-" is an error there: "Wi-Fi" broke the page).
+function literal(text) { return text.replace(/[\\^$.*+?()[\]{}|\/]/g, "\\$&"); }
+
 function termPattern(question) {
   const words = (question.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}_-]*/gu) || [])
     .filter((w) => !STOP.has(w) && (w.length > 2 || /\d/.test(w)));
   const terms = [...new Set(words)].sort((a, b) => b.length - a.length)
-    .map((w) => w.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&") + (w.length > 3 ? "[\\p{L}]*" : ""));
+    .map((w) => literal(w) + (w.length > 3 ? "[\\p{L}]*" : ""));
   if (!terms.length) return null;
   return new RegExp("(?<![\\p{L}\\p{N}])(?:" + terms.join("|") + ")(?![\\p{L}\\p{N}])", "giu");
 }
@@ -296,9 +317,12 @@ async function ask(body, onPiece, onEvidence) {
   return final;
 }
 
-$("connect").addEventListener("click", () => {
-  sessionStorage.setItem("vdgr-key", $("key").value.trim());
-  loadDomains();
+function connect() {
+  if (useKey()) loadDomains();
+}
+$("connect").addEventListener("click", connect);
+$("key").addEventListener("keydown", (e) => {      // Enter in the key box: "Use key"
+  if (e.key === "Enter") { e.preventDefault(); connect(); }
 });
 $("domain").addEventListener("change", fillVersions);
 $("ask").addEventListener("submit", async (e) => {
@@ -306,9 +330,12 @@ $("ask").addEventListener("submit", async (e) => {
   if ($("submit").getAttribute("aria-disabled") === "true") return;     // one question at a time
   const question = $("question").value.trim();
   if (!question) { setStatus("Type a question first.", "error"); return; }
+  const used = useKey();                              // the key in the box, pressed "Use key" or not
+  if (!used) return;
   const body = { model: "vdgr", stream: true, messages: [{ role: "user", content: question }] };
   if ($("domain").value) body.domain = $("domain").value;
   if ($("version").value) body.version = $("version").value;
+  if (used === "changed") loadDomains(true);          // the new key's domains, for the next question
   const answer = $("answer");
   $("submit").setAttribute("aria-disabled", "true");    // not disabled: it keeps the keyboard focus
   answer.replaceChildren(); $("evidence").replaceChildren();
