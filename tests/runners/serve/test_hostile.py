@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import queue
+import os
 import re
 import select
 import socket
@@ -78,9 +78,9 @@ class Served(LiveServer):
     def log_line(self, needle: str, timeout: float = 60) -> str:
         """The first line of the server's output holding ``needle`` (waits for it, bounded)."""
         with self.changed:
-            found = self.changed.wait_for(lambda: any(needle in line for line in self.lines), timeout)
+            found = self.changed.wait_for(lambda: any(line and needle in line for line in self.lines), timeout)
             assert found, f"no log line with {needle!r}"
-            return next(line for line in self.lines if needle in line)
+            return next(line for line in self.lines if line and needle in line)
 
 
 @contextmanager
@@ -91,8 +91,7 @@ def _process(kind: str, index: str, keys: str) -> Iterator[Served]:
            "--host", "127.0.0.1", "--port", "0", "--reload-interval", "0", "--workers-log-level", "info",
            *GUARD_FLAGS]
     proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**__import__("os").environ,
-                                                                      "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines: list[str] = []
     changed = threading.Condition()
 
