@@ -52,6 +52,6 @@ setup(
         # --peers of bench/quality/bench_refdocs.py: LlamaIndex with the same MiniLM model
         "bench": ["pdfminer.six>=20231228", "llama-index-core>=0.14,<0.15", "llama-index-retrievers-bm25"],
     },
-    package_data={"runners.serve": ["static/*.html"]},
+    package_data={"runners.serve": ["static/*.html", "static/*.js", "static/*.css"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},
 )

@@ -10,6 +10,7 @@ from typing import Optional
 
 from runners.early_embedder import early_embedder, runs_in_this_process, stop_on_signals
 from runners.presets import PRESETS, apply_preset
+from schemas import tables as T
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
 from vdgr_core.embedding import resolve_precision
 from vdgr_core.progress import plural
@@ -155,9 +156,16 @@ def print_report(report, out=None) -> None:
     out = out if out is not None else sys.stdout   # looked up per call (stdout may be replaced)
     m = report.manifest
     print(f"\nindex {m.build_id} committed in {report.wall_s:.1f} s", file=out)
+    print("  rows in the index, per table:", file=out)
     for name, rows in sorted(report.rows.items()):
         print(f"  {name:<14}{rows:>9,d} {'row' if rows == 1 else 'rows'}", file=out)
-    print(f"  dead letters  {report.dead_letters:>9,d} of {plural(report.documents_seen, 'file')}", file=out)
+    writes = report.update_writes
+    if writes is None:          # a build reads every file: its dead letters are the index's
+        print(f"  dead letters  {report.dead_letters:>9,d} of {plural(report.documents_seen, 'file')}", file=out)
+    else:                       # an update reads the files that changed; the index keeps the others'
+        new = writes.added.get(T.DEAD_LETTERS, 0)
+        print(f"  dead letters  {report.dead_letters:>9,d} in the index; {new:,d} of the "
+              f"{plural(report.documents_seen, 'file')} this update read", file=out)
     print(f"  embeddings    {report.embeddings_computed:>9,d} computed, "
           f"{report.embeddings_from_cache:,d} from cache", file=out)
     print(f"  BM25 shards   {len(m.tantivy_shards):>9,d}", file=out)

@@ -8,7 +8,8 @@ stages and access control as ``vdgr serve``'s ``POST /v1/query``. Two transports
   written to stdout.
 * ``--transport http``: streamable HTTP at ``http://HOST:PORT/mcp``, every request
   authenticated with the API keys (``--api-keys``) or JWTs of ``vdgr serve``; the groups come
-  from the credential (:mod:`runners.mcp.http`).
+  from the credential (:mod:`runners.mcp.http`). The same guard as ``vdgr serve``'s, with the
+  same flags (:mod:`runners.http_options`), and the same refusal of an unsafe start-up.
 
 Needs the ``mcp`` and ``serve`` extras (``pip install 'vdgr[serve,mcp]'``: the credentials and
 snapshots are the service's).
@@ -19,6 +20,7 @@ import argparse
 import sys
 
 from runners.auth_options import add_jwt_options, jwt_settings
+from runners.http_options import add_guard_options, guard_limits, refuse_unsafe_start
 from schemas.errors import VdgrError
 
 
@@ -36,9 +38,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8090, help="http: port (default 8090)")
     p.add_argument("--api-keys", help="http (required): KEYS.yaml of vdgr serve: keys: [{key, name, groups}]")
     p.add_argument("--rate-limit", default="120/minute", help="http: default per-key limit")
-    p.add_argument("--auth-failures-per-minute", type=int, default=30,
-                   help="http: failed authentications allowed per client address (0: no limit)")
+    add_guard_options(p, prefix="http: ")
     add_jwt_options(p, prefix="http: ")
+    p.add_argument("--workers-log-level", dest="log_level", default="warning",
+                   choices=("critical", "error", "warning", "info", "debug"),
+                   help="http: the server's log level (default warning; info adds the access log)")
     p.add_argument("--reload-interval", type=float, default=2.0,
                    help="seconds between checks for a new index build (0: never)")
     add_model_options(p)
@@ -82,32 +86,36 @@ def build(args):
         holder = _holder(args)
         return build_server(holder, lambda ctx: caller), holder
     from runners.mcp.http import caller_of_request, http_app
-    from runners.serve.auth import AuthFailureLimiter, RateLimiter
+    from runners.serve.auth import RateLimiter
 
+    limits = guard_limits(args)
     auth = _authenticator(args)
     holder = _holder(args)
     server = build_server(holder, caller_of_request)
-    return http_app(server, auth, RateLimiter(args.rate_limit), AuthFailureLimiter(args.auth_failures_per_minute),
-                    host=args.host), holder
+    return http_app(server, auth, RateLimiter(args.rate_limit), limits=limits), holder
 
 
 def run(args) -> int:
-    """Run the ``mcp`` subcommand until the client closes stdio or the server is stopped."""
+    """Run the ``mcp`` subcommand until the client closes stdio or the server is stopped; 2 on a
+    configuration error or an unsafe start-up (HTTP)."""
     try:
+        if args.transport == "http" and refuse_unsafe_start("mcp", args):
+            return 2
         served, holder = build(args)
     except (VdgrError, ValueError, OSError) as exc:
         print(f"vdgr mcp: error: {exc}", file=sys.stderr)
         return 2
     holder.start()
+    code = 0
     try:
         if args.transport == "stdio":
             served.run("stdio")
         else:
-            import uvicorn
+            from runners.serve.startup import serve_forever
 
-            uvicorn.run(served, host=args.host, port=args.port, log_level="warning")
+            code = serve_forever(served, args.host, args.port, args.log_level)
     except KeyboardInterrupt:
         pass
     finally:
         holder.stop()
-    return 0
+    return code

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from runners.auth_options import add_jwt_options, jwt_settings
+from runners.http_options import add_guard_options, guard_limits, refuse_unsafe_start
 from schemas.errors import VdgrError
 
 
@@ -21,13 +22,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--api-keys", required=True, help="KEYS.yaml: keys: [{key, name, groups, rate_limit?}]")
     p.add_argument("--rate-limit", default="120/minute", help="default per-key limit (e.g. 120/minute)")
     add_jwt_options(p)
-    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
-                   help="largest request body in bytes, declared or streamed (default 1048576); larger: 413")
-    p.add_argument("--body-timeout", type=float, default=10.0,
-                   help="seconds a request body may take to arrive whole (default 10); slower: 408")
-    p.add_argument("--auth-failures-per-minute", type=int, default=30,
-                   help="failed authentications allowed per client address, refilled over a minute "
-                        "(default 30; 0: no limit); beyond it: 429 with Retry-After")
+    add_guard_options(p)
     p.add_argument("--corpus", default=None,
                    help="the corpus root the index was built from: GET /v1/documents/{id} serves its files")
     p.add_argument("--openapi", action="store_true", help="serve /openapi.json and /docs (off by default)")
@@ -45,12 +40,10 @@ def build_app(args):
     from runners.query_cli import query_config
     from runners.serve.app import create_app
     from runners.serve.auth import Authenticator, RateLimiter, load_keys
-    from runners.serve.guard import ServeLimits
     from runners.serve.snapshot import SnapshotHolder, open_snapshot
     from vdgr_core.store.manifest import read_manifest
 
-    limits = ServeLimits(max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout,
-                         auth_failures_per_minute=args.auth_failures_per_minute, openapi=args.openapi)
+    limits = guard_limits(args, openapi=args.openapi)
     keys = load_keys(args.api_keys)
     jwt = jwt_settings(args)
     config = query_config(args, read_manifest(args.index))
@@ -61,13 +54,15 @@ def build_app(args):
 
 
 def run(args) -> int:
-    """Run the ``serve`` subcommand until interrupted; 2 on a configuration error."""
-    import uvicorn
+    """Run the ``serve`` subcommand until interrupted; 2 on a configuration error or an unsafe
+    start-up (:func:`runners.http_options.refuse_unsafe_start`)."""
+    from runners.serve.startup import serve_forever
 
     try:
+        if refuse_unsafe_start("serve", args):
+            return 2
         app = build_app(args)
     except (VdgrError, ValueError, OSError) as exc:
         print(f"vdgr serve: error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
-    return 0
+    return serve_forever(app, args.host, args.port, args.log_level)

@@ -20,10 +20,11 @@ from typing import Annotated, Callable, Optional
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from runners.serve.auth import Caller
 from runners.serve.chat import QUESTION_MAX
+from runners.serve.errors import describe
 from runners.serve.snapshot import SnapshotHolder
 from schemas.errors import VdgrError
 from vdgr_core.query.passage import join_overlapping
@@ -120,6 +121,24 @@ def fetch(holder: SnapshotHolder, caller: Caller, id: str) -> Section:
                                  "path": path, "page": page, "chunks": len(readable), "flags": flags})
 
 
+class _Server(MCPServer):
+    """The SDK's server, whose errors never echo the call: an unknown tool's name is not
+    repeated, and an argument error names the field and the rule broken, never the value sent
+    (the SDK's text is pydantic's, which quotes the input)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        known = sorted(t.name for t in await self.list_tools())
+        if name not in known:
+            raise ToolError(f"unknown tool; the tools are {', '.join(known)}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            message, _ = describe(exc.__cause__.errors())
+            raise ToolError(f"invalid arguments of {name}: {message}") from exc.__cause__
+
+
 def build_server(holder: SnapshotHolder, caller_of: Callable[[Context], Caller]) -> MCPServer:
     """The MCP server with the two tools.
 
@@ -130,7 +149,7 @@ def build_server(holder: SnapshotHolder, caller_of: Callable[[Context], Caller])
     caller_of : callable
         ``caller_of(ctx) -> Caller``: who is calling, from the tool's MCP ``Context``.
     """
-    server = MCPServer(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(name="search", description="Search the documentation; results best first, each with an id "
                                              "for fetch, its section path, source and matched passage.")

@@ -4,7 +4,13 @@ Endpoints: ``POST /v1/query`` (one query item -> the DESIGN.md result), ``POST
 /v1/chat/completions`` (OpenAI-compatible, model ``vdgr``, streamed or not), ``GET /v1/models``,
 ``GET /v1/domains`` (the domains and versions the caller can read), ``GET /v1/documents/{id}``
 (a document's source file, for a reader of it: :mod:`runners.serve.documents`), ``GET
-/healthz``, ``GET /metrics`` (Prometheus) and the search page ``GET /``.
+/healthz``, ``GET /metrics`` (Prometheus) and the search page ``GET /`` (with its script
+``/page.js`` and style sheet ``/page.css``: the page's policy allows no inline code).
+
+The whole application, error pages included, sits inside :class:`runners.serve.edge.Edge`
+(client address behind ``--trusted-proxies``, security headers, access log without query
+strings); no redirect is ever built (a trailing slash is a 404, never a redirect to the
+``Host`` the client named).
 
 Every ``/v1`` call needs ``Authorization: Bearer <key or JWT>``; the caller's groups come from
 the credential, never from the body. The credential is checked from the headers before the body
@@ -30,6 +36,7 @@ from schemas.errors import VdgrError
 from runners.serve.auth import AuthFailureLimiter, Authenticator, Caller, RateLimiter
 from runners.serve.documents import DocumentSource
 from runners.serve.chat import MODEL, QUESTION_MAX, ChatRequest, completion_body, sse_events, streamed_answer
+from runners.serve.edge import Edge
 from runners.serve.errors import ApiError, describe, install_handlers
 from runners.serve.guard import CALLER_KEY, RequestGuard, ServeLimits
 from runners.serve.metrics import ServiceMetrics
@@ -123,8 +130,23 @@ class _Metrics:
             raise
 
 
-def _page() -> str:
-    return resources.files("runners.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+#: the search page's policy: its script and style sheet from this origin, requests to it, nothing
+#: inline, never framed (a source document opened from a blob inherits it; Chromium's PDF
+#: viewer still shows a PDF under it)
+PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def _static(name: str) -> str:
+    return resources.files("runners.serve").joinpath(f"static/{name}").read_text(encoding="utf-8")
+
+
+class _GuardedApp(FastAPI):
+    """FastAPI with :class:`runners.serve.edge.Edge` around its whole middleware stack (so
+    that error pages, 500s included, carry the security headers too)."""
+
+    def build_middleware_stack(self):
+        return Edge(super().build_middleware_stack(), self.state.limits.proxies)
 
 
 def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter,
@@ -143,7 +165,9 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     metrics : ServiceMetrics, optional
         A fresh registry when omitted.
     limits : ServeLimits, optional
-        Body size and time, failed-authentication budget, OpenAPI; the defaults when omitted.
+        Body size and time, failed-authentication budget, trusted proxies, allowed hosts,
+        OpenAPI; the defaults when omitted. The server must leave the client address alone
+        (uvicorn: ``proxy_headers=False``, :func:`runners.serve.startup.uvicorn_config`).
     failures : AuthFailureLimiter, optional
         Failed authentications per client address; by default one of
         ``limits.auth_failures_per_minute`` on the monotonic clock (tests inject a clock).
@@ -157,7 +181,7 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     svc = Service(holder, auth, limiter, metrics)
     metrics.serving(holder.current().build_id, reload=False)
     holder.subscribe(lambda snap: metrics.serving(snap.build_id, reload=True))
-    page = _page()
+    page, script, style = _static("index.html"), _static("page.js"), _static("page.css")
     documents = DocumentSource(corpus)
 
     from contextlib import asynccontextmanager
@@ -170,9 +194,9 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         finally:
             holder.stop()
 
-    app = FastAPI(title="VDGR", version="0.1.0", lifespan=lifespan, redoc_url=None,
-                  openapi_url="/openapi.json" if limits.openapi else None,
-                  docs_url="/docs" if limits.openapi else None)
+    app = _GuardedApp(title="VDGR", version="0.1.0", lifespan=lifespan, redoc_url=None,
+                      openapi_url="/openapi.json" if limits.openapi else None,
+                      docs_url="/docs" if limits.openapi else None, redirect_slashes=False)
     app.state.service = svc
     app.state.limits = limits
     install_handlers(app)
@@ -192,7 +216,15 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
-        return HTMLResponse(page)
+        return HTMLResponse(page, headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache"})
+
+    @app.get("/page.js", include_in_schema=False)
+    def page_script():
+        return Response(script, media_type="text/javascript; charset=utf-8", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/page.css", include_in_schema=False)
+    def page_style():
+        return Response(style, media_type="text/css; charset=utf-8", headers={"Cache-Control": "no-cache"})
 
     @app.get("/healthz")
     def healthz():
@@ -239,7 +271,7 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     @app.post("/v1/chat/completions")
     def chat(body: ChatRequest, who: Caller = Depends(caller)):
         if body.model != MODEL:
-            raise ApiError(400, f"model: {body.model!r} is not served here; use {MODEL!r}", field="model")
+            raise ApiError(400, f"model: not served here; the one model is {MODEL!r}", field="model")
         try:
             question = body.question()
         except ValueError as exc:

@@ -18,7 +18,8 @@ What a caller learns:
 
 PDFs are served inline as ``application/pdf`` (a viewer opens ``#page=N``); text formats
 (Markdown, HTML, plain text) as ``text/plain`` so that retrieved markup is never rendered; any
-other format as an attachment. Every answer carries ``X-Content-Type-Options: nosniff``.
+other format as an attachment. Every answer carries ``X-Content-Type-Options: nosniff`` and a
+policy that forbids framing it.
 """
 from __future__ import annotations
 
@@ -150,8 +151,9 @@ class DocumentSource:
         name = os.path.basename(row.path)
         headers = {"Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(name, safe='')}",
                    "X-Content-Type-Options": "nosniff", "Cache-Control": "private, no-store"}
-        if kind != "application/pdf":    # the PDF viewer is a plugin, which a sandbox forbids
-            headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        # the PDF viewer is a plugin, which a sandbox (or object-src 'none') forbids; never framed
+        headers["Content-Security-Policy"] = "frame-ancestors 'none'" if kind == "application/pdf" else \
+            "sandbox; default-src 'none'; frame-ancestors 'none'"
         return ServedFile(body, kind, headers)
 
     def _inside(self, rel: str) -> Optional[str]:

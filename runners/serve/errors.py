@@ -13,16 +13,18 @@ Two shapes, chosen by the request path:
 ``request_timeout_error``, ``request_too_large_error``, ``rate_limit_error``, ``server_error``);
 ``field`` / ``param`` names the part of the request at fault (a body field such as ``k`` or
 ``messages``, or ``body`` itself) and the message names the field and the limit it broke.
-A message never echoes what the client sent.
+A message never echoes what the client sent: a 404 or 405 names the route template (never
+the path requested), a validation error the field and the rule (never the value).
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
 
-from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
 
 #: paths under /v1/ that answer in the service's own shape (and /v1/documents/...); every other
 #: /v1/ path is OpenAI's
@@ -163,39 +165,43 @@ def _parse_failure(exc: BaseException) -> str:
     return "body: cannot be parsed as JSON"
 
 
-def install_handlers(app: FastAPI) -> None:
-    """Answer every error of ``app`` in the envelope: :class:`ApiError`, invalid bodies (400),
-    Starlette's HTTP errors (404, 405, parse failures) and unexpected exceptions (500)."""
+def install_handlers(app: Starlette) -> None:
+    """Answer every error of ``app`` (FastAPI or plain Starlette) in the envelope:
+    :class:`ApiError`, invalid bodies (400), Starlette's HTTP errors (404, 405, parse failures)
+    and unexpected exceptions (500)."""
 
-    @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError):
         return error_response(request.url.path, exc)
 
-    @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         message, field = describe(exc.errors())
         return error_response(request.url.path, ApiError(400, "invalid request body: " + message, field=field))
 
-    @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         path, status = request.url.path, exc.status_code
         headers = dict(exc.headers or {})
         field = None
         if status == 404:
-            message = f"no such endpoint: {request.method} {path} (see docs/SERVICE.md)"
+            message = "no such endpoint (the endpoints are listed in docs/SERVICE.md)"
             if path in ("/openapi.json", "/docs"):
-                message += "; the OpenAPI description is served only with vdgr serve --openapi"
+                message += "; the OpenAPI description (/openapi.json, /docs) is served only with vdgr serve --openapi"
         elif status == 405:
             allowed = headers.get("allow") or headers.get("Allow") or ""
-            message = f"method {request.method} is not allowed on {path}; allowed: {allowed or 'none'}"
+            route = getattr(request.scope.get("route"), "path", None)
+            message = (f"method not allowed on {route}" if route else "method not allowed") + \
+                f"; allowed: {allowed or 'none'}"
         elif status == 400:
             message, field = "invalid request body: " + _parse_failure(exc), "body"
         else:
             message = str(exc.detail)
         return error_response(path, ApiError(status, message, field=field, headers=headers))
 
-    @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         # Starlette's ServerErrorMiddleware re-raises after this, so uvicorn logs the traceback
         return error_response(request.url.path, ApiError(
             500, "internal error: the server log has the details", code="server_error"))
+
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,22 +1,30 @@
 """Bounded work per request before it is trusted: the ASGI middleware in front of the routes.
 
-For every HTTP request, before any route runs, :class:`RequestGuard`
+The same guard stands in front of ``vdgr serve`` (its ``/v1/`` routes) and of ``vdgr mcp
+--transport http`` (every path), inside :class:`runners.serve.edge.Edge`, which resolved the
+client address. For every HTTP request, before any route runs, :class:`RequestGuard`
 
-1. authenticates a ``/v1/`` request from its headers (``Authorization``), before a byte of
-   its body is read: a client address over its failed-authentication budget gets 429
-   (:class:`runners.serve.auth.AuthFailureLimiter`), an unknown credential 401, a key over
-   its rate limit 429; the caller is left in the ASGI scope (:data:`CALLER_KEY`);
-2. refuses a declared ``Content-Length`` above :attr:`ServeLimits.max_body_bytes` with 413
+1. refuses a ``Host`` header that is not one of :attr:`ServeLimits.allowed_hosts` with 400
+   (DNS rebinding), and a request whose trusted proxy sent forwarding headers naming two
+   different clients with 400;
+2. authenticates a protected request (``protected`` path prefixes) from its headers
+   (``Authorization``), before a byte of its body is read: a client address over its
+   failed-authentication budget gets 429 (:class:`runners.serve.auth.AuthFailureLimiter`), an
+   unknown credential 401, a key over its rate limit 429; the caller is left in the ASGI scope
+   (:data:`CALLER_KEY`). A request without any credential gets 401 and is neither counted
+   nor blocked (it guesses nothing);
+3. refuses a declared ``Content-Length`` above :attr:`ServeLimits.max_body_bytes` with 413
    without reading the body;
-3. reads the body (declared or chunked) counting bytes, and stops with 413 at the cap or with
+4. reads the body (declared or chunked) counting bytes, and stops with 413 at the cap or with
    408 when it has not arrived within :attr:`ServeLimits.body_timeout_s` of the request;
-4. for the JSON routes, refuses a body that is not UTF-8 or nests deeper than
+5. for the JSON routes, refuses a body that is not UTF-8 or nests deeper than
    :attr:`ServeLimits.max_json_depth` with 400;
 
 and hands the routes the body it read. A refusal sent before the body was read whole closes
 the connection (``Connection: close``), so the server never drains the rest. Every refusal is
-counted in ``vdgr_refused_requests_total{reason}`` and answered in the error envelope
-(:mod:`runners.serve.errors`).
+counted in ``vdgr_refused_requests_total{reason}`` (when the application has metrics) and
+answered in the error envelope (:mod:`runners.serve.errors`), whose message never echoes the
+request.
 """
 from __future__ import annotations
 
@@ -29,13 +37,43 @@ import numpy as np
 from starlette.datastructures import Headers
 
 from runners.serve.auth import AuthError, AuthFailureLimiter, Authenticator, Caller, RateLimited, RateLimiter
+from runners.serve.edge import FORWARDED_PROBLEM_KEY, TrustedProxies
 from runners.serve.errors import ApiError, error_response
 from runners.serve.metrics import ServiceMetrics
 
 #: ASGI scope key of the authenticated :class:`Caller`
 CALLER_KEY = "vdgr.caller"
-#: routes whose bodies are JSON documents (UTF-8 and depth checked here)
+#: routes of ``vdgr serve`` whose bodies are JSON documents (UTF-8 and depth checked here)
 JSON_ROUTES = frozenset({("POST", "/v1/query"), ("POST", "/v1/chat/completions")})
+#: the hosts a server bound to 127.0.0.1 answers by default
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def default_allowed_hosts(bound: str) -> tuple[str, ...]:
+    """``--allowed-hosts`` when none is given: the bound host and the names of localhost."""
+    return tuple(dict.fromkeys(h for h in (_host_name(bound), *LOCAL_HOSTS) if h))
+
+
+def _host_name(value: str) -> str:
+    """The host of a ``Host`` header value or a bound address: lowercase, without port or
+    IPv6 brackets (``[::1]:8080`` -> ``::1``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else ""
+    if value.count(":") == 1:
+        return value.split(":", 1)[0]
+    return value
+
+
+def host_allowed(header: Optional[str], allowed: tuple[str, ...]) -> bool:
+    """True when the ``Host`` header names an allowed host (``*`` allows any, ``*.example.com``
+    any name below example.com; the port is not compared)."""
+    if "*" in allowed:
+        return True
+    host = _host_name(header or "")
+    if not host:
+        return False
+    return any(host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])) for pattern in allowed)
 
 
 @dataclass(frozen=True)
@@ -54,6 +92,12 @@ class ServeLimits:
         ``--auth-failures-per-minute``: failed authentications per client address (30; 0: off).
     openapi : bool
         ``--openapi``: serve ``/openapi.json`` and ``/docs`` (off).
+    trusted_proxies : tuple of str
+        ``--trusted-proxies``: addresses or CIDR blocks of the proxies whose ``X-Forwarded-For``
+        and ``Forwarded`` are believed (none).
+    allowed_hosts : tuple of str
+        ``--allowed-hosts``: the ``Host`` names answered (the bound host and localhost;
+        ``*.example.com`` a domain's names, ``*`` any); any other gets 400.
     """
 
     max_body_bytes: int = 1 << 20
@@ -61,6 +105,8 @@ class ServeLimits:
     max_json_depth: int = 64
     auth_failures_per_minute: int = 30
     openapi: bool = False
+    trusted_proxies: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = default_allowed_hosts("127.0.0.1")
 
     def __post_init__(self):
         if self.max_body_bytes < 1:
@@ -71,6 +117,21 @@ class ServeLimits:
             raise ValueError("max_json_depth must be at least 2")
         if self.auth_failures_per_minute < 0:
             raise ValueError("--auth-failures-per-minute must be 0 (off) or more")
+        TrustedProxies(self.trusted_proxies)          # raises on an entry that is no network
+        if not self.allowed_hosts:
+            raise ValueError("--allowed-hosts must name at least one host")
+        for pattern in self.allowed_hosts:
+            if pattern != "*" and ("*" in pattern[2:] or (pattern.startswith("*") and not pattern.startswith("*."))
+                                   or not _host_name(pattern)):
+                raise ValueError(f"--allowed-hosts: {pattern!r} is not a host name, an address, "
+                                 f"'*.domain' or '*'")
+        object.__setattr__(self, "allowed_hosts", tuple(p if p.startswith("*") else _host_name(p)
+                                                        for p in self.allowed_hosts))
+
+    @property
+    def proxies(self) -> TrustedProxies:
+        """:attr:`trusted_proxies`, parsed."""
+        return TrustedProxies(self.trusted_proxies)
 
 
 class _Refused(Exception):
@@ -103,7 +164,7 @@ def json_depth(text: str) -> int:
 
 
 class RequestGuard:
-    """ASGI middleware: authentication from headers, then a bounded body (module docstring).
+    """ASGI middleware: host, authentication from headers, then a bounded body (module docstring).
 
     Parameters
     ----------
@@ -112,15 +173,24 @@ class RequestGuard:
     limiter : RateLimiter
         Per-key request limits.
     failures : AuthFailureLimiter
-        Failed authentications per client address.
+        Failed authentications per client address (``scope["client"]``, as
+        :class:`runners.serve.edge.Edge` resolved it).
     limits : ServeLimits
-    metrics : ServiceMetrics
+    metrics : ServiceMetrics, optional
+        Where refusals are counted (none: not counted).
+    protected : tuple of str
+        Path prefixes that need a credential (``("/v1/",)`` for ``vdgr serve``, ``("/",)``
+        for the MCP endpoint: every path).
+    json_routes : frozenset of (method, path)
+        Routes whose bodies are JSON documents (:data:`JSON_ROUTES` for ``vdgr serve``).
     """
 
     def __init__(self, app, *, auth: Authenticator, limiter: RateLimiter, failures: AuthFailureLimiter,
-                 limits: ServeLimits, metrics: ServiceMetrics):
+                 limits: ServeLimits, metrics: Optional[ServiceMetrics] = None,
+                 protected: tuple[str, ...] = ("/v1/",), json_routes: frozenset = JSON_ROUTES):
         self.app, self.auth, self.limiter, self.failures = app, auth, limiter, failures
         self.limits, self.metrics = limits, metrics
+        self.protected, self.json_routes = protected, json_routes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -131,8 +201,9 @@ class RequestGuard:
         has_body = "transfer-encoding" in headers or headers.get("content-length", "0").strip() not in ("", "0")
         complete = not has_body
         try:
+            self._check_headers(scope, headers)
             length = self._declared_length(headers)
-            if path.startswith("/v1/"):
+            if path.startswith(self.protected):
                 scope[CALLER_KEY] = self._authenticate(scope, headers)
             if length is not None and length > self.limits.max_body_bytes:
                 raise _Refused("body_too_large", ApiError(
@@ -141,16 +212,25 @@ class RequestGuard:
             if has_body:
                 body = await self._read_body(receive)
                 complete = True
-                if (method, path) in JSON_ROUTES:
+                if (method, path) in self.json_routes:
                     self._check_json(body)
                 receive = _replay(body, receive)
         except _Refused as refused:
-            self.metrics.refused.labels(reason=refused.reason).inc()
+            if self.metrics is not None:
+                self.metrics.refused.labels(reason=refused.reason).inc()
             await error_response(path, refused.error, close=not complete)(scope, receive, send)
             return
         except _Disconnected:
             return
         await self.app(scope, receive, send)
+
+    def _check_headers(self, scope, headers: Headers) -> None:
+        if not host_allowed(headers.get("host"), self.limits.allowed_hosts):
+            raise _Refused("bad_host", ApiError(
+                400, "Host: not a name this server answers to (--allowed-hosts)", field="Host"))
+        problem = scope.get(FORWARDED_PROBLEM_KEY)
+        if problem:
+            raise _Refused("bad_forwarded", ApiError(400, problem, field="Forwarded"))
 
     def _declared_length(self, headers: Headers) -> Optional[int]:
         raw = headers.get("content-length")

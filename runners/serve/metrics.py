@@ -14,7 +14,9 @@ One registry per application (tests start several). Exported:
   (:mod:`runners.serve.guard`): ``auth_failed`` (401), ``auth_blocked`` (429, the client
   address's failed-authentication budget is spent), ``rate_limited`` (429, the key's limit),
   ``body_too_large`` (413), ``body_timeout`` (408), ``bad_body`` (400: a ``Content-Length``
-  that is no number, a JSON body not UTF-8 or nested too deeply).
+  that is no number, a JSON body not UTF-8 or nested too deeply), ``bad_host`` (400, a
+  ``Host`` not in ``--allowed-hosts``), ``bad_forwarded`` (400, a trusted proxy's two
+  forwarding headers name different clients).
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from typing import Mapping
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-REFUSALS = ("auth_failed", "auth_blocked", "rate_limited", "body_too_large", "body_timeout", "bad_body")
+REFUSALS = ("auth_failed", "auth_blocked", "rate_limited", "body_too_large", "body_timeout", "bad_body", "bad_host",
+            "bad_forwarded")
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 

@@ -13,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FILES = {
     "hr/leave.md": "# Leave policy\n\n## Annual leave\n\nEmployees get 25 days of annual leave.\n",
     "hr/travel.md": "# Travel policy\n\n## Booking\n\nBook flights through the travel desk.\n",
+    "hr/broken.pdf": "not a PDF at all",                   # a dead letter
 }
 
 
@@ -35,7 +36,8 @@ def test_commands_print_only_their_own_lines(tmp_path):
     built = _vdgr("index", corpus, "--index", index, "--embedding", "hashing", "--embedding-dim", "32")
     assert built.returncode == 0, built.stderr
     assert _foreign_lines(built.stderr) == []
-    assert "2 documents in 1 domain " in built.stderr
+    assert "3 documents in 1 domain " in built.stderr
+    assert re.search(r"dead letters\s+1 of 3 files\n", built.stdout), built.stdout
     assert not _ONE_PLURAL.search(built.stdout + built.stderr), built.stdout
 
     # no --embedding: the query uses the hashing embedder the manifest records
@@ -52,4 +54,8 @@ def test_commands_print_only_their_own_lines(tmp_path):
     assert "processing 1 arriving document in" in updated.stderr
     assert "touches in 1 domain" in updated.stderr
     assert not _ONE_PLURAL.search(updated.stdout + updated.stderr), updated.stdout
-    assert re.search(r"documents\s+2 rows", updated.stdout)
+    assert "rows in the index, per table:" in updated.stdout
+    assert re.search(r"documents\s+3 rows", updated.stdout), updated.stdout
+    # the index's dead letters and the update's own, each named (not "1 of 1 file")
+    assert re.search(r"dead letters\s+1 in the index; 0 of the 1 file this update read\n", updated.stdout), \
+        updated.stdout

@@ -161,3 +161,23 @@ def test_search_arguments_are_validated(index, args, problem):
 
     refused = _run(call)
     assert refused.is_error and problem in refused.content[0].text
+
+
+def test_http_tool_errors_never_echo_the_arguments(mcp_url):
+    """Issue 48: a 200-character id (and any other invalid argument) is refused naming the
+    field and the rule, never the value sent; an unknown tool's name is not repeated."""
+    long_id, marker = "Z" * 200, "<script>alert(1)</script>"
+
+    async def session():
+        async with _client(mcp_url, STAFF) as client:
+            return (await client.call_tool("fetch", {"id": long_id}),
+                    await client.call_tool("search", {"query": marker, "k": marker}),
+                    await client.call_tool(marker, {}))
+
+    too_long, bad_k, unknown = _run(session)
+    assert too_long.is_error and too_long.content[0].text == \
+        "invalid arguments of fetch: id: String should have at most 128 characters"
+    assert bad_k.is_error and "k: Input should be a valid integer" in bad_k.content[0].text
+    assert unknown.is_error and unknown.content[0].text == "unknown tool; the tools are fetch, search"
+    for result in (too_long, bad_k, unknown):
+        assert "ZZZZ" not in result.content[0].text and "script" not in result.content[0].text

@@ -20,6 +20,7 @@ import yaml
 from runners.serve.app import create_app
 from runners.serve.auth import Authenticator, JWTSettings, KeysFile, RateLimiter
 from runners.serve.snapshot import SnapshotHolder, open_snapshot
+from runners.serve.startup import uvicorn_config
 
 KEYS = {
     "keys": [
@@ -54,9 +55,11 @@ class LiveServer:
     holder: SnapshotHolder
 
     def request(self, method: str, path: str, body: Any = None, key: Optional[str] = None,
-                headers: Optional[dict] = None) -> tuple[int, dict, Any]:
-        """(status, headers, parsed JSON or text) of one request."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+                headers: Optional[dict] = None, source: Optional[str] = None) -> tuple[int, dict, Any]:
+        """(status, headers, parsed JSON or text) of one request (sent from the local address
+        ``source``, e.g. ``127.0.0.2``, when given)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60,
+                                          source_address=(source, 0) if source else None)
         h = dict(headers or {})
         if key:
             h["Authorization"] = f"Bearer {key}"
@@ -111,10 +114,10 @@ def serve_index(index: str, config, *, keys: dict = KEYS, jwt: Optional[JWTSetti
 
 @contextmanager
 def uvicorn_in_thread(app, name: str = "vdgr-test-server") -> Iterator[int]:
-    """Run ASGI ``app`` on a real uvicorn server on 127.0.0.1 in a thread; yields its port once
+    """Run ASGI ``app`` on a real uvicorn server on 127.0.0.1 in a thread, configured as the
+    commands configure it (:func:`runners.serve.startup.uvicorn_config`); yields its port once
     it listens (waits at most 60 s) and stops it when the block ends."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="on", access_log=False))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", 0, "warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -182,7 +182,7 @@ def test_the_evidence_shows_from_the_first_chunk_while_the_llm_writes(browser_co
         assert page.inner_text("#status") == "Writing the answer…"    # the search is over
         page.evaluate("document.getElementById('ev-1').dataset.fromFirstChunk = 'yes'")
         before_first.set()
-        page.wait_for_function("document.getElementById('answer').textContent.includes('25 days')")
+        page.wait_for_function("() => document.getElementById('answer').textContent.includes('25 days')")
         assert at_mid.wait(30) and not mid_answer.is_set()
         assert page.get_attribute("#answer", "aria-busy") == "true"
         assert page.inner_text("#status") == "Writing the answer…"
@@ -478,3 +478,107 @@ def test_accessibility_labels_contrast_and_live_regions(browser_context, live):
     assert not low, low
     page.close()
 
+
+
+# ---- issue 48: any question, any key flow, the page's own policy ------------------------------
+
+#: questions whose words once broke the highlight pattern, or might: hyphens, brackets,
+#: backslashes, regex syntax, emoji, CJK
+ODD_QUESTIONS = ["How do I set up the Wi-Fi on SKU-90214-A?", "What is [RESET] (long press) {5 s}?",
+                 "Path C:\\Program Files\\vdgr\\bin and a\\b?", "a+b* ^x$ y|z . ? / \\d \\p{L}",
+                 "Battery 🔋 low 😀 on X2?", "如何重置路由器 Wi-Fi 密码?", "x-", "--", "\\", "🙂"]
+
+
+def _page_with_violations(browser_context):
+    """A new page that records Content-Security-Policy violations in ``window.violations``."""
+    page = browser_context.new_page()
+    page.add_init_script("window.violations = []; document.addEventListener('securitypolicyviolation',"
+                         " (e) => window.violations.push(e.violatedDirective));")
+    return page
+
+
+@pytest.mark.parametrize("question", ODD_QUESTIONS)
+def test_the_highlight_pattern_takes_any_question(browser_context, live, question):
+    page = browser_context.new_page()
+    page.goto(live.url + "/")
+    pattern = page.evaluate("(q) => { const p = termPattern(q); return p && [p.source, p.flags]; }", question)
+    if pattern is not None:
+        assert pattern[1] == "giu"
+        # the source compiles under `u` on its own, and its terms match the question they came from
+        assert page.evaluate("([s, q]) => [...q.matchAll(new RegExp(s, 'giu'))].length > 0", [pattern[0], question])
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["360px", "1280px"])
+def test_a_hyphenated_question_marks_its_words(browser_context, live, viewport):
+    page = _page_with_violations(browser_context)
+    page.set_viewport_size(viewport)
+    text = "Wi-Fi setup on SKU-90214-A: hold [WPS] for 5 s. 如何重置 the 🔋 pack."
+    evidence = [{**RICH[0], "text": text, "doc_id": ""}]
+    forge(page, ["Hold WPS [1]."], evidence, cite("Hold WPS [1].", 1))
+    _ask(page, live, STAFF, "How do I set up the Wi-Fi on SKU-90214-A? 如何重置 [WPS] 🔋")
+    marks = page.locator("#ev-1 mark").all_inner_texts()
+    assert {"Wi-Fi", "SKU-90214-A", "WPS", "如何重置"} <= set(marks), marks
+    assert page.inner_text("#status") == "1 passage found"
+    assert page.evaluate("window.violations") == []
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["360px", "1280px"])
+def test_the_typed_key_is_used_by_ask_and_by_enter_in_the_key_box(browser_context, live, viewport):
+    page = browser_context.new_page()
+    page.set_viewport_size(viewport)
+    page.goto(live.url + "/")
+    # no key: said, and nothing sent
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if "/v1/" in r.url else None)
+    page.fill("#question", "How many days of annual leave?")
+    page.click("#submit")
+    assert page.inner_text("#status") == "Please enter an API key." and "enter an API key" in page.inner_text("#status")
+    assert page.get_attribute("#status", "class") == "error"
+    assert page.evaluate("document.activeElement.id") == "key" and sent == []
+    page.press("#key", "Enter")                                      # Enter with an empty box: the same
+    assert "enter an API key" in page.inner_text("#status") and sent == []
+    # a key typed and Ask pressed, "Use key" never pressed: the answer comes with that key
+    page.fill("#key", STAFF)
+    page.click("#submit")
+    page.wait_for_selector("#answer[aria-busy='false'] >> text=25 days", state="attached")
+    assert "25 days" in page.inner_text("#answer")
+    page.wait_for_selector("#domain option[value='HR_Policies']", state="attached")   # its domains follow
+    # a wrong key says it was not accepted (never the Authorization header's syntax)
+    page.fill("#key", "not-a-key-0123456789")
+    page.click("#submit")
+    page.wait_for_selector("#status.error")
+    assert page.inner_text("#status").startswith("The API key was not accepted")
+    # Enter in the key box takes the key into use ("Use key")
+    fresh = browser_context.new_page()
+    fresh.set_viewport_size(viewport)
+    fresh.goto(live.url + "/")
+    fresh.fill("#key", HR)
+    fresh.press("#key", "Enter")
+    fresh.wait_for_selector("#domain option[value='HR_Policies']", state="attached")
+    assert fresh.evaluate("sessionStorage.getItem('vdgr-key')") == HR
+    assert fresh.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    fresh.close()
+    page.close()
+
+
+def test_the_page_runs_under_its_strict_policy(browser_context, live):
+    """The page's Content-Security-Policy allows no inline code: the page works under it with no
+    violation, and a script injected into it does not run."""
+    page = _page_with_violations(browser_context)
+    response = page.goto(live.url + "/")
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "no-referrer" and response.headers["x-frame-options"] == "DENY"
+    assert page.locator("script:not([src])").count() == 0 and page.locator("style").count() == 0
+    _ask(page, live, STAFF, "How many days of annual leave do employees get?")
+    assert "25 days" in page.inner_text("#answer")
+    assert page.evaluate("window.violations") == []
+    page.evaluate("() => { const s = document.createElement('script'); s.textContent = 'window.injected = 1';"
+                  " document.body.append(s); }")
+    page.wait_for_function("() => window.violations.length > 0")
+    assert page.evaluate("window.injected") is None
+    assert page.evaluate("window.violations") == ["script-src-elem"]
+    page.close()
