@@ -8,9 +8,11 @@ this step makes the entry the question *names* its first section:
 - an **identifier** of the question (``tune.bufsize``, ``--autosquash``, ``AUTO_CD``,
   ``max-cache-size``: a word with ``_ . : / -`` inside, an option flag, a name in capitals with
   an underscore) that is a whole term of the section's title; or
-- a title of two words or more (a term's parts: ``stale-answer-ttl`` is stale, answer, ttl)
-  every one of which the question holds (light-stemmed, placeholders such as ``<delay>`` left
-  out).
+- a title that is a compound term (parts joined by ``- _ . :`` or written in camelCase:
+  ``stale-answer-ttl`` is stale, answer, ttl; ``maxSessions`` is max, sessions; placeholders
+  such as ``<delay>`` left out) every part of which the question holds (light-stemmed). A
+  heading of words ("Lists of Commands", "Exit Status") names no unit: a question uses such
+  words in other senses.
 
 Only the order *within* a document changes: each document keeps the places it held in the list,
 and its named sections take the first of them, in their order; the others follow in theirs.
@@ -30,6 +32,9 @@ _IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[A-Za-z0-9][\w.-]*|[A-Za-z_$%][\w$]*(
 _PLACEHOLDER = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PIECE = re.compile(r"[A-Za-z0-9]+")
 _ALTERNATIVES = re.compile(r"\s*[,;|]\s+")
+# a term made of parts: joined by "-_.:" or written in camelCase (a heading of words is no term)
+_COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[-_.:][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}")
+_PIECE_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TERM_SPLIT = re.compile(r"[\s,;|()=<>\[\]{}\"'`]+")
 
 
@@ -45,7 +50,8 @@ def identifiers(question: str) -> frozenset[str]:
 
 
 def _pieces(text: str) -> frozenset[str]:
-    return frozenset(stem(p) for p in (w.casefold() for w in _PIECE.findall(text)) if p not in STOP_WORDS)
+    words = (w.casefold() for chunk in _PIECE.findall(text) for w in _PIECE_SPLIT.split(chunk))
+    return frozenset(stem(w) for w in words if w not in STOP_WORDS)
 
 
 def names(question: str, title: str, ids: frozenset[str] = None, words: frozenset[str] = None) -> bool:
@@ -66,9 +72,11 @@ def names(question: str, title: str, ids: frozenset[str] = None, words: frozense
         terms = {t.casefold().rstrip(".,:;") for t in _TERM_SPLIT.split(alternative) if t}
         if ids & terms:
             return True
-        pieces = _pieces(_PLACEHOLDER.sub(" ", alternative))
-        if len(pieces) >= 2 and pieces <= words:
-            return True
+        term = _PLACEHOLDER.sub(" ", alternative).split()
+        if len(term) == 1 and _COMPOUND.fullmatch(term[0]):
+            pieces = _pieces(term[0])
+            if len(pieces) >= 2 and pieces <= words:
+                return True
     return False
 
 

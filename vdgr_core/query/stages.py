@@ -127,9 +127,8 @@ class QueryStages:
         the first ``k`` sections as evidence."""
         hits = ctx.hits
         if self.named:
-            titles = self.view.contents.title
             hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
-                               lambda h: titles[h.row]) + list(hits[3 * ctx.k:])
+                               self._unit_title) + list(hits[3 * ctx.k:])
         hits = cap_per_document(hits, self.view.sections.doc, ctx.k)[: ctx.k]
         ctx.evidence = [to_evidence(self.view, h) for h in hits]
         flagged = injection_flags(self.view, hits)
@@ -137,6 +136,14 @@ class QueryStages:
             ctx.trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
                            "(possible prompt injection; passed to any LLM as delimited data only)",
                            injection_flags=flagged)
+
+    def _unit_title(self, h) -> str:
+        """The title of a hit's section as a unit a question can name: "" for the text before a
+        document's first heading (its title is the document's, which names the whole page)."""
+        node = self.view.sections.node(h.section)
+        if node is None or self.view.directories.kind_of[node] == "document":
+            return ""
+        return self.view.contents.title[h.row]
 
     @staticmethod
     def result(ctx: QueryContext, answer: str) -> QueryResult:

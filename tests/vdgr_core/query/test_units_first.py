@@ -47,3 +47,10 @@ def test_named_sections_take_the_first_places_of_their_document_only():
     out = named_first(q, hits, doc, lambda h: title[h.section])
     assert [h.section for h in out] == [12, 10, 20, 11]      # document 2 keeps its place
     assert named_first("unrelated words", hits, doc, lambda h: title[h.section]) == hits
+
+
+def test_a_heading_of_words_is_no_named_unit():
+    q = "Which variable sets the maximum number of commands remembered on the history list?"
+    assert not names(q, "Lists of Commands")
+    assert not names("Which set option makes the shell exit on a non-zero status?", "Exit Status")
+    assert names("What does the max sessions setting limit?", "MaxSessions")
