@@ -1,11 +1,14 @@
 """Answers with citations ``[n]`` referring to the evidence order (1 = best).
 
 Offline: an extractive answer quoting the evidence units (sentences, procedures, table rows,
-commands) sharing most words with the question, one part per product version. The answer is
-focused on one evidence item, the *anchor* (the first one, unless another holds a clearly
-better unit): a reference entry is quoted from its defining lines (its term, its fields, the
-first sentence of its description), then the best units and the sentence that follows them;
-units next to each other are quoted as one run with one citation. With an LLM: a prompt in
+commands) sharing most words with the question, one part per product version. When the
+*anchor* (the first evidence item, unless another holds a clearly better unit) is a reference
+entry, the answer quotes it: its defining lines (term, fields, the first sentence of its
+description; a short entry whole), then its best units and the sentence that follows them,
+then a unit of another item holding question words the quote lacks; units next to each other
+form one run with one citation. Otherwise the best units of the top items are quoted as they
+score (prose evidence: measured on the ablation sets, focusing on one item lost MuSiQue and DCD
+answers). With an LLM: a prompt in
 which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import NamedTuple, Sequence
 from schemas.errors import LLMError
 from vdgr_core.query.answer_units import Unit, answer_units
 from vdgr_core.query.result import Evidence
-from vdgr_core.query.textutil import overlap, terms
+from vdgr_core.query.textutil import missing_terms, overlap, terms
 
 # a question asking for a procedure: a block is scored whole with the sentence leading it
 _HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|\bprocedure\b"
@@ -32,6 +35,8 @@ _DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unse
 _ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b", re.I)
 DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
 WHOLE_ENTRY_CHARS = 700  # a reference entry this short is quoted whole
+# a line that ends a sentence (prose that starts with its title is no term line)
+_CLOSED_LINE = re.compile(r"[.!?]$")
 # a field of an entry (``Grammar: max-cache-size ...;``, ``Default: unset``): a block, not its first sentence
 _FIELD_LINE = re.compile(r"^[A-Z][A-Za-z -]{1,24}:\s")
 # a table of fields opening a section (``type | default | mandatory``, ``Syntax: ... Default: ...``)
@@ -44,6 +49,7 @@ FOLLOW_SHARE = 0.3       # a unit after the best one must score above this share
 FLOOR = 0.05             # a unit scoring only the evidence-rank bonus answers nothing
 VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >= this share of the best
 ANCHOR_SHARE = 0.4       # the first evidence is the anchor while its best unit scores >= this share of the best
+OTHER_SENTENCES = 1      # the budget of the units quoted from items other than the anchor
 HEAD_MAX_CHARS = 500     # an entry's defining lines (term, fields) quoted before its first sentence
 # a title that is an identifier (an option, a parameter): words joined by "_-.:", camelCase or CAPITALS
 _IDENTIFIER_TITLE = re.compile(r"^(?:\S*[_.:-]\S*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z][A-Z0-9]{3,})$")
@@ -92,7 +98,7 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
-        return _focused(scored, dict(top), how)
+        return _focused(scored, dict(top), how, qterms)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
         mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
@@ -105,15 +111,16 @@ def _first_line(text: str) -> str:
 
 
 def is_definition(ev: Evidence) -> bool:
-    """Whether ``ev`` is a reference entry: its text opens with its title (the term line a
-    parser gives an entry) or with a table of fields naming a default, or its title is an
-    identifier (``PollingInterval``, ``max-cache-size``)."""
+    """Whether ``ev`` is a reference entry: its text opens with a term line (its title, perhaps
+    with arguments, not a sentence: the line a parser gives an entry) or with a table of fields
+    naming a default, or its title is an identifier (``PollingInterval``, ``max-cache-size``)."""
     title = " ".join(ev.title.split()).split(", ")[0]      # a group of forms: its first one
     if not title or len(title) > 100:
         return False
     first = _first_line(ev.text)
-    return (first.casefold().startswith(title.casefold()) or bool(_FIELD_HEAD.match(first))
-            or bool(_IDENTIFIER_TITLE.match(title)))
+    term_line = (first.casefold().startswith(title.casefold()) and len(first) <= len(title) + 40
+                 and not _CLOSED_LINE.search(first))
+    return term_line or bool(_FIELD_HEAD.match(first)) or bool(_IDENTIFIER_TITLE.match(title))
 
 
 def _head(ev: Evidence, units: Sequence[Unit]) -> tuple[str, int]:
@@ -146,9 +153,9 @@ def _whole(ev: Evidence) -> str:
     return "\n".join(lines)
 
 
-def _focused(scored: Sequence[_Scored], evidence: dict, how: bool) -> str:
-    """The answer from one anchor evidence item (see the module docstring), plus the best unit
-    of another item when that one scores higher than the anchor's best."""
+def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Sequence[str] = ()) -> str:
+    """The answer from one anchor evidence item (see the module docstring), then units of the
+    other items that hold question words (``qterms``) the anchor's quote lacks."""
     best = scored[0]
     first = [s for s in scored if s.n == 1]
     anchor = 1 if first and first[0].score >= ANCHOR_SHARE * best.score else best.n
@@ -156,11 +163,11 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool) -> str:
     mine = sorted((s for s in scored if s.n == anchor), key=lambda s: s.unit.pos)
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
     by_pos = {s.unit.pos: s for s in mine}
-    head, covered = "", -1
-    if is_definition(ev):
-        if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
-            return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
-        head, covered = _head(ev, [s.unit for s in mine])
+    if not is_definition(ev):       # prose: the best units of the top items, as they score
+        return _join(_pick(scored, MAX_SENTENCES), how)
+    if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
+        return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
+    head, covered = _head(ev, [s.unit for s in mine])
     chosen: dict[int, _Scored] = {}
     left = MAX_SENTENCES
     floor = max(FLOOR, FOLLOW_SHARE * ranked[0].score)
@@ -180,9 +187,26 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool) -> str:
             chosen[nxt.unit.pos] = nxt
             left -= 1
     picks = sorted(chosen.values(), key=lambda s: s.unit.pos)
-    others = [s for s in scored if s.n != anchor and s.score > ranked[0].score]
-    return _runs(head, covered, picks, anchor, how) + (
-        ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others[:1], how) if others else "")
+    # then, from the other items, units holding question words the anchor's quote lacks (a
+    # multi-hop question's second fact is elsewhere), best first, within their own budget
+    text = _runs(head, covered, picks, anchor, how)
+    missing = set(missing_terms(qterms, [text]))
+    others: list[_Scored] = []
+    top = max(FLOOR, FOLLOW_SHARE * best.score)
+    left = OTHER_SENTENCES
+    for s in scored:
+        if left <= 0 or not missing:
+            break
+        if s.n == anchor or s.score <= top:
+            continue
+        covers = {t for t in missing if not missing_terms([t], [s.unit.text])}
+        if covers:
+            others.append(s)
+            missing -= covers
+            left -= min(MAX_SENTENCES, s.unit.text.count("\n") + 1) if s.unit.block else 1
+    if not others:
+        return text
+    return text + ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others, how)
 
 
 def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) -> str:
