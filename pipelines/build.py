@@ -3,15 +3,16 @@
 Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
 
     task manifest files -> ReadTasks -> ParseDocuments -> AnnotateDocuments ---------------+
-      per document, no shuffle: content rows -> EmbedInBatches -> staged contents (files   |
-        per domain and BM25 sub-shard) -> BuildSubShards (reads its files)                 |
-        has_entity and section -> chunk edges -> staged edges                              |
+      per document, no shuffle: content rows -> EmbedInBatches -> content fragments (per   |
+        domain and BM25 sub-shard) -> BuildSubShards (reads its fragments)                 |
+        has_entity and section -> chunk edges -> edge fragments (per domain)               |
       MergeEntities: per-document partials + chunk vectors, one combine per entity         |
       CooccurrenceEdges: one combine per entity pair                                        |
       SummarizeDirectoriesByLevel: documents grouped by document node, then folders level   |
-        by level; each part -> EmbedInBatches -> staged directories, and its directory ->  |
+        by level; each part -> EmbedInBatches -> directory fragments, and its directory -> |
         directory edges, in the stage that produced it                                      |
-    every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
+    contents, directories, entities, edges fragments -> BuildLayouts (one worker a domain)
+    every staged record -> PublishStaged (one step: staged.json) -> commit (driver)
 
 ``embed_last`` (the in-process runner, which runs one stage at a time): the content embedding
 waits for the last summarization step, and the directory embedding for the entity merge and the
@@ -20,8 +21,10 @@ the embedding child works through the chunk texts sent ahead during the parse, a
 merge and BM25 while it embeds the directory texts, sent ahead as they were summarized.
 
 What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
-summaries, one small record per folder child, and file names. Rows are staged by the workers
-that make them, in files of bounded size; the driver streams them into LanceDB.
+summaries, one small record per folder child, the embedding cache's new vectors (one per key),
+and fragment names. Rows are written by the workers that make them, as Lance fragments of
+bounded size where the index lives; BM25 sub-shards and each domain's query layout are built by
+workers from the fragments; the driver's commit only names them (vdgr_core/store/writer.py).
 """
 from __future__ import annotations
 
@@ -39,20 +42,23 @@ from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
+from transforms.layouts import BuildLayouts
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import PublishStaged, StageRows
+from transforms.write import PublishStaged, WriteFragments
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.ids import doc_id
+from vdgr_core.indexing.domain_facts import DomainFacts
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.per_document import (content_row_without_vector, document_edges, document_row,
                                              document_tree)
 from vdgr_core.indexing.rows import (content_embedding_text, dead_letter_row, directory_embedding_text,
                                      directory_row, secret_finding_rows)
+from vdgr_core.store.layout_build import layout_options
 from vdgr_core.store.tantivy_shard import subshard_count, subshard_of
 
-# rows per staged file (bounded memory per worker; a few MB each)
+# rows per fragment a worker writes (bounded memory per worker; a few MB each)
 MAX_ROWS = {T.EDGES: 16384, T.DOCUMENTS: 16384, T.DEAD_LETTERS: 16384, T.SECRET_FINDINGS: 16384,
             T.EMBEDDING_CACHE: 8192}
 
@@ -130,7 +136,9 @@ def _unchanged(element, *_signals):
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
                    dim: int, staging: Staging, dead_from_scan=(), embed_last: bool = False) -> None:
-    """Add the build to ``p``: everything is staged under ``staging`` for the commit.
+    """Add the build to ``p``: every table's rows written as fragments of the index at
+    ``config.index``, the BM25 sub-shards and layouts published, and their list staged under
+    ``staging`` for the commit.
 
     ``embed_last``: the embedding steps wait for the steps that do not need their vectors (see
     the module docstring); for runners that run one stage at a time. Rows are the same either way.
@@ -162,10 +170,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                 | "Embed contents" >> EmbedInBatches(config, with_vector))
     content_rows = embedded.rows
     merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
-    content_files = content_rows | "Stage contents" >> StageRows(
-        T.CONTENTS, staging.prefix(T.CONTENTS), T.schema_for(T.CONTENTS, dim),
-        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048)
-    shards = content_files | "BM25 sub-shards" >> BuildSubShards(config.index)
+    content_fragments = content_rows | "Write contents" >> WriteFragments(
+        config.index, T.CONTENTS, T.schema_for(T.CONTENTS, dim),
+        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048, facts=DomainFacts.of_contents)
+    shards = content_fragments | "BM25 sub-shards" >> BuildSubShards(config.index)
 
     directory_embedded = [in_order(part | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
                                        config, lambda n: [directory_items(n)[:2]]),
@@ -189,15 +197,44 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                     for i, part in enumerate(directory_parts))],
         T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d))],
         T.SECRET_FINDINGS: [annotated | "Secret finding rows" >> beam.FlatMap(lambda a: document_secret_findings(a.doc))],
-        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)],
     }
-    staged = [rows | f"Stage {name} {i}" >> StageRows(
-        name, staging.prefix(name), T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
-        digest=name != T.EMBEDDING_CACHE)
-        for name, parts in outputs.items() for i, rows in enumerate(parts)]
-    # one step publishes every staged file once all bundles (and the shard builds) are done
-    _ = ([*staged, content_files, shards] | "All staged records" >> beam.Flatten()
+    written = {name: [rows | f"Write {name} {i}" >> WriteFragments(
+        config.index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
+        partition=_by_domain if name in BY_DOMAIN else None,
+        facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
+        for i, rows in enumerate(parts)] for name, parts in outputs.items()}
+    # each domain's layout, from the fragments of its rows, once they are all written
+    layouts = ([content_fragments, *(r for name in BY_DOMAIN for r in written[name])]
+               | "Layout fragments" >> beam.Flatten()
+               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(config.store)))
+    # vectors new to the embedding cache: one row per key (two bundles may embed one text)
+    cache = ([embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)]
+             | "New vectors" >> beam.Flatten()
+             | "Key vectors" >> beam.Map(lambda r: (r["key"], r))
+             | "One vector a key" >> beam.CombinePerKey(_first)
+             | "Cache rows" >> beam.Values()
+             | "Write embedding cache" >> WriteFragments(config.index, T.EMBEDDING_CACHE,
+                                                         T.embedding_cache_schema(dim),
+                                                         max_rows=MAX_ROWS[T.EMBEDDING_CACHE], digest=False,
+                                                         replace=False))
+    # one step publishes every record once all bundles (and the shard and layout builds) are done
+    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache]
+         | "All staged records" >> beam.Flatten()
          | "Publish staged" >> PublishStaged(staging.root))
+
+
+#: tables whose rows a domain's layout is built from besides contents: written by domain
+BY_DOMAIN = (T.DIRECTORIES, T.ENTITIES, T.EDGES)
+
+
+def _by_domain(row) -> tuple[str]:
+    return (row["domain"],)
+
+
+def _first(rows):
+    """One of equal rows (the vectors of one key are equal: the same model and text)."""
+    for r in rows:
+        return r
 
 
 __all__ = ["after", "build_pipeline", "chunk_texts", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",

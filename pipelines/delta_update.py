@@ -27,7 +27,7 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 from lancedb.expr import col
 
-from pipelines.commit import descriptions
+from pipelines.build import subshards_per_domain
 from pipelines.delta_build import ArrivingRows, process_in_driver
 from pipelines.metrics import beam_counter
 from pipelines.run_build import BuildReport, model_identity, staged_pipeline_run
@@ -50,7 +50,8 @@ from vdgr_core.embedding import embedding_key
 from vdgr_core.indexing import domain_delta as delta
 from vdgr_core.indexing import row_delta
 from vdgr_core.indexing.document import process_document, read_bytes_limited
-from vdgr_core.indexing.embed_cache import EmbeddingCache, append_to_cache, embed_with_cache
+from vdgr_core.indexing.domain_facts import DomainFacts, descriptions
+from vdgr_core.indexing.embed_cache import EmbeddingCache, embed_with_cache, new_cache_rows
 from vdgr_core.indexing.entity_merge import EntityStats, entity_row, stats_from_row, stats_row
 from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_text, directory_row, edge_row
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer
@@ -59,17 +60,18 @@ from vdgr_core.ids import edge_id, entity_id
 from vdgr_core.memory import release_unused_memory
 from vdgr_core.progress import plural, reporting
 from vdgr_core.store import digest as dg
-from vdgr_core.store.failpoints import TABLE_POINT, failpoint
+from vdgr_core.store.failpoints import failpoint
+from vdgr_core.store.fragments import write_fragments
 from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
 from vdgr_core.store.domain_layout import DomainLayout, layout_format
 from vdgr_core.store.layout_build import layout_options, write_layouts
 from vdgr_core.store.layout_rows import DomainDelta
-from vdgr_core.store.lance_store import TableWrite, connect
 from vdgr_core.store.manifest import CommitGuard, DomainInfo, Manifest
 from vdgr_core.store.reader import IndexReader
-from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_count, subshard_of,
+from vdgr_core.store.tantivy_shard import (SHARD_COLUMNS, ShardInfo, build_shard, subshard_of,
                                            update_shard)
-from vdgr_core.store.writer import CommitPlan, build_indexes, write_plan_manifest
+from vdgr_core.store.table_indexes import build_segments_here
+from vdgr_core.store.writer import CommitPlan, SegmentBuilder, TableChange, UpdateWrites, commit
 
 _log = logging.getLogger("vdgr.update")
 _IN_CHUNK = 4000         # values per IN (...) filter
@@ -93,21 +95,13 @@ class _Change:
 
 
 @dataclass
-class TableChange:
+class _RowChange:
     """One table's part of the update: rows deleted (by ``key`` in ``keys``) and rows added."""
 
     key: str
     keys: list[str]
     deleted: pa.Table
     added: pa.Table
-
-
-@dataclass
-class UpdateWrites:
-    """Rows each table lost and gained (what the tests count against a full rewrite)."""
-
-    deleted: dict[str, int] = field(default_factory=dict)
-    added: dict[str, int] = field(default_factory=dict)
 
 
 class _Stored:
@@ -198,7 +192,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     stage["merge_s"] = time.perf_counter() - t2
     say("writing changed rows, shards, layouts and manifest")
     t3 = time.perf_counter()
-    manifest, writes = update.commit(changes, guard)
+    manifest, writes = update.commit(changes, guard, build_segments_here)
     stage["commit_s"] = time.perf_counter() - t3
     known = arriving.embeddings_computed >= 0
     return BuildReport(
@@ -247,12 +241,12 @@ class _Touched:
                                for d in set(self.n_chunks) | set(delta_chunks)}
 
 
-def _document_rows(t: _Touched, name: str, arriving: pa.Table) -> TableChange:
+def _document_rows(t: _Touched, name: str, arriving: pa.Table) -> _RowChange:
     """A table keyed by corpus path (documents, dead letters, secret findings): the leaving
     paths' rows go, the arriving documents' rows come."""
     schema = T.schema_for(name, t.dim)
     deleted = t.stored.where_in(name, "path", t.change.leaving)
-    return TableChange("path", sorted(t.change.leaving), deleted, arriving.select(schema.names).cast(schema))
+    return _RowChange("path", sorted(t.change.leaving), deleted, arriving.select(schema.names).cast(schema))
 
 
 @dataclass
@@ -260,7 +254,7 @@ class _DirectoryChange:
     """The directories step's result: the table change (rows added once embedded), the nodes
     summarized again, and the containment edges that go and come."""
 
-    table: TableChange
+    table: _RowChange
     redo_nodes: list
     edges_gone: list[str]
     edges_new: list[dict]
@@ -323,7 +317,7 @@ class _DirectoryDelta:
                       if i in old_nodes and old_nodes[i].parent_id]
         edges_new = [edge_row(T.CONTAINS, n.parent_id, n.node_id, n.domain, 1.0) for n in merged.values()
                      if n.parent_id]
-        return _DirectoryChange(TableChange("node_id", gone_keys, deleted, None), rewritten, edges_gone, edges_new)
+        return _DirectoryChange(_RowChange("node_id", gone_keys, deleted, None), rewritten, edges_gone, edges_new)
 
     def _with_ancestors(self, seeds, merged, old_nodes, removed):
         """(nodes by id, ids to summarize again): the seeds that exist and all their ancestors."""
@@ -437,14 +431,14 @@ def _embed(t: _Touched, redo_nodes: list) -> _Embedded:
     return _Embedded(contents, directories, new_vectors, computed, len(items) - computed)
 
 
-def _content_change(t: _Touched, arriving_contents: pa.Table) -> TableChange:
+def _content_change(t: _Touched, arriving_contents: pa.Table) -> _RowChange:
     """Contents: the leaving documents' chunks go, the arriving ones (with vectors) come."""
     schema = T.schema_for(T.CONTENTS, t.dim)
-    return TableChange("source", sorted(t.change.leaving), t.leaving,
+    return _RowChange("source", sorted(t.change.leaving), t.leaving,
                        arriving_contents.select(schema.names).cast(schema))
 
 
-def _edge_change(t: _Touched, dir_gone: list[str], dir_new: list[dict]) -> TableChange:
+def _edge_change(t: _Touched, dir_gone: list[str], dir_new: list[dict]) -> _RowChange:
     """Edges: the leaving chunks' ``has_entity`` edges go and the arriving ones' come; each
     co-occurrence pair they hold gets its weight minus the leaving and plus the arriving
     sentence counts; the directories step's containment edges go and come."""
@@ -457,7 +451,7 @@ def _edge_change(t: _Touched, dir_gone: list[str], dir_new: list[dict]) -> Table
                    for r in deleted.to_pylist() if r["kind"] == T.COOCCURS}
     added = (row_delta.content_edges(t.arriving_rows)
              + row_delta.pair_edges_after(old_weights, leaving_pairs, arriving_pairs) + dir_new)
-    return TableChange("edge_id", sorted(gone_ids), deleted, _rows(T.EDGES, added, t.dim))
+    return _RowChange("edge_id", sorted(gone_ids), deleted, _rows(T.EDGES, added, t.dim))
 
 
 class _EntityDelta:
@@ -468,7 +462,7 @@ class _EntityDelta:
     def __init__(self, t: _Touched):
         self._t = t
 
-    def run(self, arriving_contents: pa.Table) -> tuple[TableChange, TableChange]:
+    def run(self, arriving_contents: pa.Table) -> tuple[_RowChange, _RowChange]:
         t = self._t
         arriving_rows = _row_dicts(arriving_contents)
         minus = row_delta.entity_partials(t.leaving_rows)
@@ -502,8 +496,8 @@ class _EntityDelta:
         schema = T.schema_for(T.ENTITIES, t.dim)
         added = pa.concat_tables([_rows(T.ENTITIES, new_entities, t.dim),
                                   self._recounted(old_entities.select(schema.names).cast(schema), affected)])
-        return (TableChange("entity_id", ent_keys, old_entities, added),
-                TableChange("entity_id", sorted(affected), old_stats, _rows(T.ENTITY_STATS, new_stats, t.dim)))
+        return (_RowChange("entity_id", ent_keys, old_entities, added),
+                _RowChange("entity_id", sorted(affected), old_stats, _rows(T.ENTITY_STATS, new_stats, t.dim)))
 
     def _recounted(self, old: pa.Table, affected) -> pa.Table:
         """The stored entity rows this change did not touch, their importance computed for their
@@ -549,11 +543,6 @@ class _ShardDelta:
     def __init__(self, t: _Touched):
         self._t = t
 
-    def subshards(self) -> dict[str, int]:
-        t = self._t
-        docs = Counter(task.domain for task in t.scan.tasks)
-        return {d: subshard_count(n, t.config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
-
     def shards(self, subshards: dict[str, int]) -> list[ShardInfo]:
         t = self._t
         m = t.reader.manifest
@@ -598,47 +587,38 @@ class _ShardDelta:
             r for r in t.arriving_rows if r["domain"] == domain]
 
 
-def _layouts(t: _Touched, db, changes: dict[str, TableChange]) -> dict:
-    """The query layouts: each changed domain's previous layout with this update's rows removed
-    and added (a domain without one, or whose layout is of an older format, is read from the
-    committed tables); the others kept."""
+def _layouts(t: _Touched, changes: dict[str, _RowChange]) -> dict:
+    """The query layouts: each changed domain's rows with this update's rows removed and added,
+    taken from its previous layout (or, for a domain without one or whose layout is of an older
+    format, from the tables the previous manifest names); the others kept."""
     m = t.reader.manifest
-    folders = {d: t.reader.layout_folder(d) for d in m.layouts}
     # a layout missing or of an older format (without vectors, say) is read from the tables
     stale = set(stale_layouts(t.reader))
     redo = set(t.change.domains) | {d.name for d in m.domains if d.name not in m.layouts} | stale
     out = {d: ref for d, ref in m.layouts.items() if d not in redo}
-    latest = {name: db.open_table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
-    previous = _OpenedOnUse({d: folders[d] for d in redo if d in folders and d not in stale},
+    pinned = {name: t.reader.table(name) for name in (T.CONTENTS, T.DIRECTORIES, T.ENTITIES, T.EDGES)}
+    previous = _OpenedOnUse({d: t.reader.layout_folder(d) for d in redo if d in m.layouts and d not in stale},
                             t.reader.block_file)
-    deltas = {d: _domain_delta(changes, d) for d in previous}
-    out.update(write_layouts(latest, t.config.index, sorted(redo), layout_options(t.config.store),
+    deltas = {d: _domain_delta(changes, d) for d in redo}
+    out.update(write_layouts(pinned, t.config.index, sorted(redo), layout_options(t.config.store),
                              previous=previous, deltas=deltas))
     return out
 
 
-def _domain_infos(t: _Touched, db) -> list[DomainInfo]:
-    """What the manifest says of each domain: the unchanged ones kept, the changed ones read
-    from their committed ``documents`` rows."""
+def _domain_infos(t: _Touched, changes: dict[str, _RowChange]) -> list[DomainInfo]:
+    """What the manifest says of each domain: the unchanged ones kept, the changed ones from
+    their document rows after the change."""
     m = t.reader.manifest
-    changed = set(t.change.domains)
+    changed = sorted(t.change.domains)
     keep = [d for d in m.domains if d.name not in changed]
-    docs = (db.open_table(T.DOCUMENTS).search().where(col("domain").isin(sorted(changed)))
-            .select(["domain", "version", "collection", "status"]).to_arrow().to_pylist())
-    versions, collections, n_docs = defaultdict(set), defaultdict(set), Counter()
-    for r in docs:
-        if r["status"] != "indexed":
-            continue
-        n_docs[r["domain"]] += 1
-        if r["version"]:
-            versions[r["domain"]].add(r["version"])
-        if r["collection"]:
-            collections[r["domain"]].add(r["collection"])
-    desc = descriptions(t.scan)
-    present = ({task.domain for task in t.scan.tasks} | set(n_docs)) & changed
-    new = [DomainInfo(d, desc.get(d, ""), tuple(sorted(versions[d])), tuple(sorted(collections[d])),
-                      n_docs[d], t.n_chunks_after.get(d, 0)) for d in sorted(present)]
-    return keep + new
+    stored = t.stored.where_in(T.DOCUMENTS, "domain", changed, ["path", "domain", "version", "collection", "status"])
+    stored = stored.filter(pc.invert(pc.is_in(stored.column("path"), value_set=pa.array(
+        sorted(t.change.leaving), pa.string()))))
+    arriving = changes[T.DOCUMENTS].added.select(stored.column_names)
+    facts = DomainFacts.of_documents(pa.concat_tables([stored, arriving.cast(stored.schema)]))
+    facts.n_chunks.update({d: t.n_chunks_after.get(d, 0) for d in changed})
+    present = ({task.domain for task in t.scan.tasks} | {d for d, n in facts.n_docs.items() if n}) & set(changed)
+    return keep + facts.infos(sorted(present), descriptions(t.scan.tasks))
 
 
 class _RowUpdate:
@@ -666,7 +646,7 @@ class _RowUpdate:
     def llm_fallbacks(self) -> int:
         return self._directories.llm_fallbacks
 
-    def table_changes(self) -> dict[str, TableChange]:
+    def table_changes(self) -> dict[str, _RowChange]:
         t = self._t
         directories = self._directories.run()
         embedded = _embed(t, directories.redo_nodes)     # arriving chunks and directory summaries: one batch
@@ -685,29 +665,30 @@ class _RowUpdate:
         out[T.EDGES] = _edge_change(t, directories.edges_gone, directories.edges_new)
         return out
 
-    def commit(self, changes: dict[str, TableChange], guard: Optional[CommitGuard]) -> tuple[Manifest, UpdateWrites]:
+    def commit(self, changes: dict[str, _RowChange], guard: Optional[CommitGuard],
+               build_segments: SegmentBuilder) -> tuple[Manifest, UpdateWrites]:
+        """Write the added rows as fragments, patch the BM25 shards and the layouts, and commit
+        it all through the one commit path (vdgr_core/store/writer.py), the manifest last."""
         t = self._t
         m = t.reader.manifest
-        db = connect(t.config.index)
-        plan = CommitPlan()
-        writes = UpdateWrites()
+        tables, digests = {}, {}
         for name in T.TABLES:
             c = changes[name]
-            plan.writes[name], writes.deleted[name], writes.added[name] = _apply(
-                db, name, m.table_versions[name], c.key, c.keys, c.added)
+            fragments = write_fragments(t.config.index, name, c.added)
+            tables[name] = TableChange(tuple(fragments), c.added.num_rows, c.key, tuple(c.keys))
             old = {d: dg.from_hex(tab[name]) for d, tab in m.domain_digests.items() if name in tab}
-            plan.digests[name] = dg.add(dg.add(old, dg.domain_digests(c.deleted), -1), dg.domain_digests(c.added))
-        shards = _ShardDelta(t)
-        plan.subshards = shards.subshards()
-        plan.shards = shards.shards(plan.subshards)
+            digests[name] = dg.add(dg.add(old, dg.domain_digests(c.deleted), -1), dg.domain_digests(c.added))
+        subshards = subshards_per_domain(t.scan, t.config)
+        shards = _ShardDelta(t).shards(subshards)
         failpoint("commit.shards_published")
-        build_indexes(db, plan, t.config.store, t.dim, m.vector_indexes)
-        plan.layouts = _layouts(t, db, changes)
-        append_to_cache(t.config.index, pa.concat_tables([t.arriving.new_vectors, self.new_vectors]), t.dim)
-        manifest = write_plan_manifest(t.config.index, plan, embedding_model=t.model_id, dim=t.dim,
-                                       domains=_domain_infos(t, db), config=t.config.settings(),
-                                       parent_build_id=m.build_id, guard=guard)
-        return manifest, writes
+        layouts = _layouts(t, changes)
+        cache = pa.concat_tables([t.arriving.new_vectors, self.new_vectors])
+        plan = CommitPlan(tables=tables, digests=digests, shards=shards, subshards=subshards, layouts=layouts,
+                          domains=_domain_infos(t, changes), embedding_model=t.model_id, dim=t.dim,
+                          settings=t.config.settings(), base=m, parent_build_id=m.build_id,
+                          cache_fragments=tuple(write_fragments(t.config.index, T.EMBEDDING_CACHE,
+                                                                new_cache_rows(t.config.index, cache, t.dim))))
+        return commit(t.config.index, plan, t.config.store, guard=guard, build_segments=build_segments)
 
 
 def stale_shards(reader: IndexReader) -> list[str]:
@@ -754,7 +735,7 @@ def _of_domain(table: Optional[pa.Table], domain: str) -> pa.Table:
     return table.filter(pc.equal(table.column("domain"), domain))
 
 
-def _domain_delta(changes: dict[str, TableChange], domain: str) -> DomainDelta:
+def _domain_delta(changes: dict[str, _RowChange], domain: str) -> DomainDelta:
     """One domain's part of the table changes, as the layout patch takes it."""
     def gone(name: str, key: str) -> frozenset:
         rows = _of_domain(changes[name].deleted, domain)
@@ -766,22 +747,6 @@ def _domain_delta(changes: dict[str, TableChange], domain: str) -> DomainDelta:
         contents=_of_domain(changes[T.CONTENTS].added, domain),
         directories=_of_domain(changes[T.DIRECTORIES].added, domain),
         entities=_of_domain(changes[T.ENTITIES].added, domain), edges=_of_domain(changes[T.EDGES].added, domain))
-
-
-def _apply(db, name: str, version: int, key: str, keys: list[str], added: pa.Table) -> tuple[TableWrite, int, int]:
-    """Delete the rows whose ``key`` is in ``keys`` and append ``added``, starting from the
-    manifest's ``version`` (a newer version a crashed update left is rolled back first)."""
-    table = db.open_table(name)
-    if table.version != version:
-        table.checkout(version)
-        table.restore()
-    deleted = 0
-    for start in range(0, len(keys), _IN_CHUNK):
-        deleted += table.delete(col(key).isin(keys[start:start + _IN_CHUNK])).num_deleted_rows
-    if added.num_rows:
-        table.add(added)
-    failpoint(TABLE_POINT.format(name))
-    return TableWrite(name, table.version, table.count_rows()), deleted, added.num_rows
 
 
 __all__ = ["apply_document_delta", "stale_layouts", "stale_shards", "UpdateWrites"]

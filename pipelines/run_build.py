@@ -189,19 +189,26 @@ def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
         p = beam.Pipeline(options=options)
         add_steps(p, staging)
         import_commit_in_background()
-        # worker processes on this machine: their options, counts and standard error
-        around = local_worker_run(options) if local_worker_processes(options) else contextlib.nullcontext()
-        try:
-            with around:
-                result = p.run()
-                result.wait_until_finish()
-        except RuntimeError as exc:     # a portable runner's job ended FAILED
-            if "failed in state" not in str(exc):
-                raise
-            raise PipelineFailedError(job_failure(exc)) from exc
+        result = run_to_end(p)
         yield staging, result
     finally:
         staging.remove()
+
+
+def run_to_end(p: beam.Pipeline):
+    """Run ``p`` and wait for it; its result. Worker processes on this machine get their options,
+    counts and standard error (pipelines/local_workers.py); a portable runner's failed job
+    raises :class:`PipelineFailedError`, said in two lines."""
+    around = local_worker_run(p.options) if local_worker_processes(p.options) else contextlib.nullcontext()
+    try:
+        with around:
+            result = p.run()
+            result.wait_until_finish()
+    except RuntimeError as exc:     # a portable runner's job ended FAILED
+        if "failed in state" not in str(exc):
+            raise
+        raise PipelineFailedError(job_failure(exc)) from exc
+    return result
 
 
 def job_failure(exc: BaseException) -> str:
@@ -248,12 +255,15 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         release_unused_memory()
         failpoint("commit.staged")
         failpoint("commit.shards_published")     # the pipeline publishes the shards
+        failpoint("commit.layouts_published")    # and the layouts
         say("committing tables, indexes and manifest")
         t2 = time.perf_counter()
         from pipelines.commit import commit_build
+        from pipelines.index_segments import segment_builder
 
-        manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
-                                guard=guard, parent_build_id=parent_build_id)
+        manifest = commit_build(staging, scan, config, model_id=model_id, dim=dim, guard=guard,
+                                parent_build_id=parent_build_id,
+                                build_segments=segment_builder(beam_args, staging.root))
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,
