@@ -36,7 +36,7 @@ import numpy as np
 
 from pipelines.staging import Staging
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, StoreConfig
 from transforms.bm25 import BuildSubShards
 from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
@@ -85,10 +85,10 @@ def with_vector(row: dict, vector) -> dict:
     return {**row, "vector": np.asarray(vector, dtype=np.float32)}
 
 
-def subshards_per_domain(scan: CorpusScan, config: BuildConfig) -> dict[str, int]:
+def subshards_per_domain(scan: CorpusScan, store: StoreConfig) -> dict[str, int]:
     """BM25 sub-shards of each domain, from its number of documents (known from the scan)."""
     docs = Counter(t.domain for t in scan.tasks)
-    return {d: subshard_count(n, config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
+    return {d: subshard_count(n, store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
 
 
 def max_folder_level(scan: CorpusScan) -> int:
@@ -143,20 +143,22 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     ``embed_last``: the embedding steps wait for the steps that do not need their vectors (see
     the module docstring); for runners that run one stage at a time. Rows are the same either way.
     """
+    slices = config.slices
     read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
     tasks = read.tasks
-    parsed = tasks | "Parse documents" >> ParseDocuments(config)
+    parsed = tasks | "Parse documents" >> ParseDocuments(slices.parse)
 
     # with the in-process runner and a model in a child process, chunk texts are sent ahead so
     # the child embeds while this process annotates (transforms/embed.py, EmbeddingPrefetcher)
     annotated = (parsed.documents
-                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, functools.partial(chunk_texts, model_id=model_id))
-                 | "Annotate documents" >> AnnotateDocuments(config))
+                 | "Prefetch embeddings" >> PrefetchEmbeddings(slices.embed,
+                                                                functools.partial(chunk_texts, model_id=model_id))
+                 | "Annotate documents" >> AnnotateDocuments(slices.annotate))
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     trees = annotated | "Document trees" >> beam.Map(document_tree)
     # one part per summarization step: each is embedded and staged where it is produced
     directory_parts = ((trees, tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
-                       | "Summarize directories" >> SummarizeDirectoriesByLevel(config, max_folder_level(scan)))
+                       | "Summarize directories" >> SummarizeDirectoriesByLevel(slices.summaries, max_folder_level(scan)))
 
     def directory_items(n):
         text = directory_embedding_text(n)
@@ -167,19 +169,20 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
 
     content_texts = annotated | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
     embedded = (in_order(content_texts, "After summaries", directory_parts[-1])
-                | "Embed contents" >> EmbedInBatches(config, with_vector))
+                | "Embed contents" >> EmbedInBatches(slices.embed, with_vector))
     content_rows = embedded.rows
     merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
     content_fragments = content_rows | "Write contents" >> WriteFragments(
         config.index, T.CONTENTS, T.schema_for(T.CONTENTS, dim),
-        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048, facts=DomainFacts.of_contents)
+        partition=ContentPartition(subshards_per_domain(scan, slices.store)), max_rows=2048,
+        facts=DomainFacts.of_contents)
     shards = content_fragments | "BM25 sub-shards" >> BuildSubShards(config.index)
 
     directory_embedded = [in_order(part | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
-                                       config, lambda n: [directory_items(n)[:2]]),
+                                       slices.embed, lambda n: [directory_items(n)[:2]]),
                                    f"After entities and BM25 {i}", merged.entities, shards)
                           | f"Directory texts {i}" >> beam.Map(directory_items)
-                          | f"Embed directories {i}" >> EmbedInBatches(config, directory_row)
+                          | f"Embed directories {i}" >> EmbedInBatches(slices.embed, directory_row)
                           for i, part in enumerate(directory_parts)]
     dead = ((parsed[DEAD_LETTER],
              read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
@@ -206,7 +209,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     # each domain's layout, from the fragments of its rows, once they are all written
     layouts = ([content_fragments, *(r for name in BY_DOMAIN for r in written[name])]
                | "Layout fragments" >> beam.Flatten()
-               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(config.store)))
+               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(slices.store)))
     # vectors new to the embedding cache: one row per key (two bundles may embed one text)
     cache = ([embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)]
              | "New vectors" >> beam.Flatten()

@@ -14,7 +14,7 @@ from typing import Optional
 from pipelines.build import subshards_per_domain
 from pipelines.staging import Staging, StagedList
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import StoreConfig
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.domain_facts import DomainFacts, descriptions
 from vdgr_core.store.domain_layout import LayoutRef
@@ -34,33 +34,33 @@ def shard_infos(staged: StagedList) -> list[ShardInfo]:
                    for r in staged.of_kind("shard")), key=lambda s: (s.domain, s.sub))
 
 
-def build_plan(staged: StagedList, scan: CorpusScan, config: BuildConfig, *, model_id: str, dim: int,
-               parent_build_id: Optional[str]) -> CommitPlan:
+def build_plan(staged: StagedList, scan: CorpusScan, store: StoreConfig, settings: dict, *, model_id: str,
+               dim: int, parent_build_id: Optional[str]) -> CommitPlan:
     """The commit of a build whose workers staged ``staged``: every table's rows are its
     fragments (an overwrite)."""
     tables = {name: TableChange(tuple(staged.fragments.get(name, ())), staged.rows.get(name, 0)) for name in T.TABLES}
     facts = DomainFacts.from_json(staged.facts)
     return CommitPlan(
         tables=tables, digests={n: staged.digests.get(n, {}) for n in T.TABLES}, shards=shard_infos(staged),
-        subshards=subshards_per_domain(scan, config),
+        subshards=subshards_per_domain(scan, store),
         layouts={r["domain"]: LayoutRef.from_json(r["ref"]) for r in staged.of_kind("layout")},
         domains=facts.infos({t.domain for t in scan.tasks}, descriptions(scan.tasks)),
-        embedding_model=model_id, dim=dim, settings=config.settings(), parent_build_id=parent_build_id,
+        embedding_model=model_id, dim=dim, settings=settings, parent_build_id=parent_build_id,
         cache_fragments=tuple(staged.fragments.get(T.EMBEDDING_CACHE, ())))
 
 
-def commit_build(staging: Staging, scan: CorpusScan, config: BuildConfig, *, model_id: str, dim: int,
-                 guard: Optional[CommitGuard], parent_build_id: Optional[str] = None,
+def commit_build(index: str, staging: Staging, scan: CorpusScan, store: StoreConfig, settings: dict, *,
+                 model_id: str, dim: int, guard: Optional[CommitGuard], parent_build_id: Optional[str] = None,
                  build_segments: SegmentBuilder = build_segments_here) -> Manifest:
     """Commit the staged build, the manifest last, checked by ``guard`` (the held index lock:
     :class:`ConcurrentCommitError` when the manifest moved since); then remember the corpus
     files' sizes, times and hashes for the next update (a cache, not part of the index)."""
     staged = staging.staged()
-    plan = build_plan(staged, scan, config, model_id=model_id, dim=dim, parent_build_id=parent_build_id)
-    manifest, _ = commit(config.index, plan, config.store, guard=guard, build_segments=build_segments)
-    documents = read_table(config.index, T.DOCUMENTS, ["path", "content_hash"], manifest.table_versions[T.DOCUMENTS])
+    plan = build_plan(staged, scan, store, settings, model_id=model_id, dim=dim, parent_build_id=parent_build_id)
+    manifest, _ = commit(index, plan, store, guard=guard, build_segments=build_segments)
+    documents = read_table(index, T.DOCUMENTS, ["path", "content_hash"], manifest.table_versions[T.DOCUMENTS])
     hashes = dict(zip(documents.column("path").to_pylist(), documents.column("content_hash").to_pylist()))
-    write_file_stats(config.index, stat_rows(hashes, scan.file_stats, scan.listed_ns), replace_all=True)
+    write_file_stats(index, stat_rows(hashes, scan.file_stats, scan.listed_ns), replace_all=True)
     return manifest
 
 

@@ -48,7 +48,7 @@ def _on_workers(index_uri: str, tasks: Sequence[IndexTask], *, beam_args: Sequen
 def segment_builder(beam_args: Sequence[str], root: str) -> SegmentBuilder:
     """Where a commit builds its index segments: this process for the in-process runner, else
     the runner's workers (their metadata staged under ``root``)."""
-    if runs_in_this_process(pipeline_options(beam_args)):
+    if runs_in_this_process(beam_args):
         return build_segments_here
     return functools.partial(_on_workers, beam_args=tuple(beam_args), root=root)
 
