@@ -10,6 +10,10 @@ setup(
     install_requires=[
         "pyarrow<26",
         "lancedb==0.40.0",
+        # Lance's own API (fragments written by workers, metadata-only commits, index segments:
+        # vdgr_core/store/fragments.py, writer.py, table_indexes.py), pinned to the Lance release
+        # lancedb 0.40.0 embeds (13.0.0), so every file and version is one LanceDB reads
+        "pylance==13.0.0",
         "tantivy==0.27.0",
         "numpy",
         "scipy",

@@ -71,13 +71,14 @@ def embedding_model_of(index_args: list[str]) -> str:
     this host: an index built with it elsewhere, an fp32 index on a bf16 host say, is built again."""
     import argparse
 
-    from pipelines.run_build import model_identity, with_precision
+    from pipelines.run_build import with_precision
+    from vdgr_core.embedding import embedder_identity
     from runners.index_cli import add_build_arguments, build_config
 
     parser = argparse.ArgumentParser()
     add_build_arguments(parser)
     args, _ = parser.parse_known_args(["corpus", "--index", "index", *index_args])
-    return model_identity(with_precision(build_config(args)))[0]
+    return embedder_identity(with_precision(build_config(args)).embedding)[0]
 
 
 def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) -> dict:

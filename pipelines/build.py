@@ -3,15 +3,16 @@
 Graph of the pipeline (each box a composite PTransform from ``transforms/``)::
 
     task manifest files -> ReadTasks -> ParseDocuments -> AnnotateDocuments ---------------+
-      per document, no shuffle: content rows -> EmbedInBatches -> staged contents (files   |
-        per domain and BM25 sub-shard) -> BuildSubShards (reads its files)                 |
-        has_entity and section -> chunk edges -> staged edges                              |
+      per document, no shuffle: content rows -> EmbedInBatches -> content fragments (per   |
+        domain and BM25 sub-shard) -> BuildSubShards (reads its fragments)                 |
+        has_entity and section -> chunk edges -> edge fragments (per domain)               |
       MergeEntities: per-document partials + chunk vectors, one combine per entity         |
       CooccurrenceEdges: one combine per entity pair                                        |
       SummarizeDirectoriesByLevel: documents grouped by document node, then folders level   |
-        by level; each part -> EmbedInBatches -> staged directories, and its directory ->  |
+        by level; each part -> EmbedInBatches -> directory fragments, and its directory -> |
         directory edges, in the stage that produced it                                      |
-    every staged record -> PublishStaged (one step: renames, staged.json) -> commit (driver)
+    contents, directories, entities, edges fragments -> BuildLayouts (one worker a domain)
+    every staged record -> PublishStaged (one step: staged.json) -> commit (driver)
 
 ``embed_last`` (the in-process runner, which runs one stage at a time): the content embedding
 waits for the last summarization step, and the directory embedding for the entity merge and the
@@ -20,8 +21,10 @@ the embedding child works through the chunk texts sent ahead during the parse, a
 merge and BM25 while it embeds the directory texts, sent ahead as they were summarized.
 
 What crosses a shuffle: per-entity and per-pair accumulators, document section trees with chunk
-summaries, one small record per folder child, and file names. Rows are staged by the workers
-that make them, in files of bounded size; the driver streams them into LanceDB.
+summaries, one small record per folder child, the embedding cache's new vectors (one per key),
+and fragment names. Rows are written by the workers that make them, as Lance fragments of
+bounded size where the index lives; BM25 sub-shards and each domain's query layout are built by
+workers from the fragments; the driver's commit only names them (vdgr_core/store/writer.py).
 """
 from __future__ import annotations
 
@@ -33,26 +36,29 @@ import numpy as np
 
 from pipelines.staging import Staging
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, StoreConfig
 from transforms.bm25 import BuildSubShards
 from transforms.directories import SummarizeDirectoriesByLevel, containment_edge
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches, PrefetchEmbeddings
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
+from transforms.layouts import BuildLayouts
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import PublishStaged, StageRows
+from transforms.write import PublishStaged, WriteFragments
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
 from vdgr_core.ids import doc_id
+from vdgr_core.indexing.domain_facts import DomainFacts
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.indexing.per_document import (content_row_without_vector, document_edges, document_row,
                                              document_tree)
 from vdgr_core.indexing.rows import (content_embedding_text, dead_letter_row, directory_embedding_text,
                                      directory_row, secret_finding_rows)
+from vdgr_core.store.layout_build import layout_options
 from vdgr_core.store.tantivy_shard import subshard_count, subshard_of
 
-# rows per staged file (bounded memory per worker; a few MB each)
+# rows per fragment a worker writes (bounded memory per worker; a few MB each)
 MAX_ROWS = {T.EDGES: 16384, T.DOCUMENTS: 16384, T.DEAD_LETTERS: 16384, T.SECRET_FINDINGS: 16384,
             T.EMBEDDING_CACHE: 8192}
 
@@ -79,10 +85,10 @@ def with_vector(row: dict, vector) -> dict:
     return {**row, "vector": np.asarray(vector, dtype=np.float32)}
 
 
-def subshards_per_domain(scan: CorpusScan, config: BuildConfig) -> dict[str, int]:
+def subshards_per_domain(scan: CorpusScan, store: StoreConfig) -> dict[str, int]:
     """BM25 sub-shards of each domain, from its number of documents (known from the scan)."""
     docs = Counter(t.domain for t in scan.tasks)
-    return {d: subshard_count(n, config.store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
+    return {d: subshard_count(n, store.bm25_subshard_max_documents) for d, n in sorted(docs.items())}
 
 
 def max_folder_level(scan: CorpusScan) -> int:
@@ -130,25 +136,29 @@ def _unchanged(element, *_signals):
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, model_id: str,
                    dim: int, staging: Staging, dead_from_scan=(), embed_last: bool = False) -> None:
-    """Add the build to ``p``: everything is staged under ``staging`` for the commit.
+    """Add the build to ``p``: every table's rows written as fragments of the index at
+    ``config.index``, the BM25 sub-shards and layouts published, and their list staged under
+    ``staging`` for the commit.
 
     ``embed_last``: the embedding steps wait for the steps that do not need their vectors (see
     the module docstring); for runners that run one stage at a time. Rows are the same either way.
     """
+    slices = config.slices
     read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
     tasks = read.tasks
-    parsed = tasks | "Parse documents" >> ParseDocuments(config)
+    parsed = tasks | "Parse documents" >> ParseDocuments(slices.parse)
 
     # with the in-process runner and a model in a child process, chunk texts are sent ahead so
     # the child embeds while this process annotates (transforms/embed.py, EmbeddingPrefetcher)
     annotated = (parsed.documents
-                 | "Prefetch embeddings" >> PrefetchEmbeddings(config, functools.partial(chunk_texts, model_id=model_id))
-                 | "Annotate documents" >> AnnotateDocuments(config))
+                 | "Prefetch embeddings" >> PrefetchEmbeddings(slices.embed,
+                                                                functools.partial(chunk_texts, model_id=model_id))
+                 | "Annotate documents" >> AnnotateDocuments(slices.annotate))
     cooccurrence = annotated | "Co-occurrence" >> CooccurrenceEdges()
     trees = annotated | "Document trees" >> beam.Map(document_tree)
     # one part per summarization step: each is embedded and staged where it is produced
     directory_parts = ((trees, tasks | "Folder nodes" >> beam.FlatMap(folder_nodes))
-                       | "Summarize directories" >> SummarizeDirectoriesByLevel(config, max_folder_level(scan)))
+                       | "Summarize directories" >> SummarizeDirectoriesByLevel(slices.summaries, max_folder_level(scan)))
 
     def directory_items(n):
         text = directory_embedding_text(n)
@@ -159,19 +169,20 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
 
     content_texts = annotated | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
     embedded = (in_order(content_texts, "After summaries", directory_parts[-1])
-                | "Embed contents" >> EmbedInBatches(config, with_vector))
+                | "Embed contents" >> EmbedInBatches(slices.embed, with_vector))
     content_rows = embedded.rows
     merged = (annotated, content_rows) | "Merge entities" >> MergeEntities(dim)
-    content_files = content_rows | "Stage contents" >> StageRows(
-        T.CONTENTS, staging.prefix(T.CONTENTS), T.schema_for(T.CONTENTS, dim),
-        partition=ContentPartition(subshards_per_domain(scan, config)), max_rows=2048)
-    shards = content_files | "BM25 sub-shards" >> BuildSubShards(config.index)
+    content_fragments = content_rows | "Write contents" >> WriteFragments(
+        config.index, T.CONTENTS, T.schema_for(T.CONTENTS, dim),
+        partition=ContentPartition(subshards_per_domain(scan, slices.store)), max_rows=2048,
+        facts=DomainFacts.of_contents)
+    shards = content_fragments | "BM25 sub-shards" >> BuildSubShards(config.index)
 
     directory_embedded = [in_order(part | f"Prefetch directory embeddings {i}" >> PrefetchEmbeddings(
-                                       config, lambda n: [directory_items(n)[:2]]),
+                                       slices.embed, lambda n: [directory_items(n)[:2]]),
                                    f"After entities and BM25 {i}", merged.entities, shards)
                           | f"Directory texts {i}" >> beam.Map(directory_items)
-                          | f"Embed directories {i}" >> EmbedInBatches(config, directory_row)
+                          | f"Embed directories {i}" >> EmbedInBatches(slices.embed, directory_row)
                           for i, part in enumerate(directory_parts)]
     dead = ((parsed[DEAD_LETTER],
              read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
@@ -189,15 +200,44 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                     for i, part in enumerate(directory_parts))],
         T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d))],
         T.SECRET_FINDINGS: [annotated | "Secret finding rows" >> beam.FlatMap(lambda a: document_secret_findings(a.doc))],
-        T.EMBEDDING_CACHE: [embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)],
     }
-    staged = [rows | f"Stage {name} {i}" >> StageRows(
-        name, staging.prefix(name), T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
-        digest=name != T.EMBEDDING_CACHE)
-        for name, parts in outputs.items() for i, rows in enumerate(parts)]
-    # one step publishes every staged file once all bundles (and the shard builds) are done
-    _ = ([*staged, content_files, shards] | "All staged records" >> beam.Flatten()
+    written = {name: [rows | f"Write {name} {i}" >> WriteFragments(
+        config.index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
+        partition=_by_domain if name in BY_DOMAIN else None,
+        facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
+        for i, rows in enumerate(parts)] for name, parts in outputs.items()}
+    # each domain's layout, from the fragments of its rows, once they are all written
+    layouts = ([content_fragments, *(r for name in BY_DOMAIN for r in written[name])]
+               | "Layout fragments" >> beam.Flatten()
+               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(slices.store)))
+    # vectors new to the embedding cache: one row per key (two bundles may embed one text)
+    cache = ([embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)]
+             | "New vectors" >> beam.Flatten()
+             | "Key vectors" >> beam.Map(lambda r: (r["key"], r))
+             | "One vector a key" >> beam.CombinePerKey(_first)
+             | "Cache rows" >> beam.Values()
+             | "Write embedding cache" >> WriteFragments(config.index, T.EMBEDDING_CACHE,
+                                                         T.embedding_cache_schema(dim),
+                                                         max_rows=MAX_ROWS[T.EMBEDDING_CACHE], digest=False,
+                                                         replace=False))
+    # one step publishes every record once all bundles (and the shard and layout builds) are done
+    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache]
+         | "All staged records" >> beam.Flatten()
          | "Publish staged" >> PublishStaged(staging.root))
+
+
+#: tables whose rows a domain's layout is built from besides contents: written by domain
+BY_DOMAIN = (T.DIRECTORIES, T.ENTITIES, T.EDGES)
+
+
+def _by_domain(row) -> tuple[str]:
+    return (row["domain"],)
+
+
+def _first(rows):
+    """One of equal rows (the vectors of one key are equal: the same model and text)."""
+    for r in rows:
+        return r
 
 
 __all__ = ["after", "build_pipeline", "chunk_texts", "dead_document_row", "document_secret_findings", "with_vector", "content_items", "ContentPartition",

@@ -25,14 +25,14 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.build import content_items, dead_document_row, document_secret_findings, with_vector
 from pipelines.staging import Staging
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, BuildSlices
 from schemas.records import DeadLetter
-from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks
+from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks, log_fallback
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import PublishStaged, StageRows
 from vdgr_core.corpus import CorpusScan
-from vdgr_core.indexing.annotate import annotate_or_fall_back, section_heads
+from vdgr_core.indexing.annotate import annotate_chunks
 from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.per_document import content_row_without_vector, document_row
 from vdgr_core.indexing.rows import dead_letter_row, directory_row
@@ -68,38 +68,29 @@ def _schema_without_vector(name: str, dim: int) -> pa.Schema:
     return schema.remove(schema.get_field_index("vector"))
 
 
-def process_in_driver(config: BuildConfig, scan: CorpusScan, dead_from_scan: Sequence[DeadLetter],
+def process_in_driver(slices: BuildSlices, scan: CorpusScan, dead_from_scan: Sequence[DeadLetter],
                       dim: int) -> ArrivingRows:
     """Parse, chunk and annotate the documents of ``scan`` here (texts not embedded yet).
 
     The same per-document functions as the pipeline's DoFns: ``load_document`` (bad input becomes
-    a dead letter), ``annotate_or_fall_back`` (LLM failures counted), and the content dedup rule.
+    a dead letter), ``annotate_chunks`` (LLM failures counted), and the content dedup rule.
     """
     client = None
-    if config.llm is not None:
+    if slices.annotate.llm is not None:
         from vdgr_core.llm.client import LLMClient
 
-        client = LLMClient(config.llm)
+        client = LLMClient(slices.annotate.llm)
     tasks_by_path = {t.rel_path: t for t in scan.tasks}
     docs, dead = [], list(dead_from_scan)
     for task in scan.tasks:
-        loaded = load_document(task, config, FileSystems.open, FileSystems.join)
+        loaded = load_document(task, slices.parse, FileSystems.open, FileSystems.join)
         PROGRESS.parsed()               # progress lines only; nothing depends on it
         (dead if isinstance(loaded, DeadLetter) else docs).append(loaded)
-    annotated = []
-    fallbacks = 0
     try:
-        heads = section_heads([c for d in docs for c in d.chunks])
-        for chunk in (c for d in docs for c in d.chunks):     # chunk ids are unique per document
-            outcome = annotate_or_fall_back(chunk, client, max_terms=config.max_entities_per_chunk,
-                                            summary_sentences=config.summary_sentences,
-                                            summary_max_chars=config.summary_max_chars,
-                                            title_entities=config.title_entities and chunk.chunk_id in heads)
-            if outcome.fallback_reason is not None:
-                fallbacks += 1
-                _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",
-                             chunk.chunk_id, chunk.source, outcome.fallback_reason)
-            annotated.append(outcome.annotated)
+        done = annotate_chunks([c for d in docs for c in d.chunks], client, slices.annotate)
+        for chunk, reason in done.fallbacks:
+            log_fallback(chunk, reason)
+        annotated, fallbacks = done.annotated, len(done.fallbacks)
         calls = client.total_calls() if client is not None else 0
     finally:
         if client is not None:
@@ -135,11 +126,12 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
     """Add to ``p`` the per-document work of an update over ``scan`` (the arriving documents):
     the build's steps up to the embedded content rows, staged (small: the change only)."""
     read = p | "Tasks" >> ReadTasks(staging.write_tasks(scan, dead_from_scan))
-    parsed = read.tasks | "Parse documents" >> ParseDocuments(config)
-    annotated = parsed.documents | "Annotate documents" >> AnnotateDocuments(config)
+    slices = config.slices
+    parsed = read.tasks | "Parse documents" >> ParseDocuments(slices.parse)
+    annotated = parsed.documents | "Annotate documents" >> AnnotateDocuments(slices.annotate)
     embedded = (annotated
                 | "Content texts" >> beam.FlatMap(content_items, model_id=model_id)
-                | "Embed contents" >> EmbedInBatches(config, with_vector))
+                | "Embed contents" >> EmbedInBatches(slices.embed, with_vector))
     dead = ((parsed[DEAD_LETTER], read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
             | "All dead letters" >> beam.Flatten())
     document_rows = ((annotated | "Document row" >> beam.Map(lambda a: document_row(a.doc)),

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from apache_beam.options.pipeline_options import PipelineOptions
+if TYPE_CHECKING:          # Beam is imported by the functions that need it: runs_in_this_process
+    from apache_beam.options.pipeline_options import PipelineOptions   # is asked before Beam loads
 
 DEFAULT_RUNNER = "FnApiRunner"
 
@@ -16,6 +17,8 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     worker imports :mod:`pipelines.s3_clients` (``--beam_plugins``): one S3 client per process
     for Beam's S3 filesystem instead of one per call.
     """
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     from pipelines import s3_clients
 
     args = list(beam_args)
@@ -40,13 +43,23 @@ def use_filesystem_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     return options
 
 
-def runs_in_this_process(options: PipelineOptions) -> bool:
-    """True when DoFns run inside this Python process (FnApiRunner, in-memory mode)."""
-    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+def _flag(beam_args: Sequence[str], name: str, default: str) -> str:
+    """The last value ``beam_args`` give flag ``name`` (``--name=value`` or ``--name value``)."""
+    value, args = default, list(beam_args)
+    for i, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == name and i + 1 < len(args):
+            value = args[i + 1]
+    return value
 
-    runner = options.view_as(StandardOptions).runner or DEFAULT_RUNNER
-    mode = options.view_as(DirectOptions).direct_running_mode
-    return runner in ("FnApiRunner", "DirectRunner") and mode in (None, "in_memory")
+
+def runs_in_this_process(beam_args: Sequence[str]) -> bool:
+    """True when DoFns run inside this Python process (FnApiRunner, in-memory mode), read from
+    the flags as text: a command asks before it imports Beam (runners/early_embedder.py)."""
+    runner = _flag(beam_args, "--runner", DEFAULT_RUNNER)
+    mode = _flag(beam_args, "--direct_running_mode", "in_memory")
+    return runner in ("FnApiRunner", "DirectRunner") and mode == "in_memory"
 
 
 #: a full build with no runner named runs on one SDK worker process per core when it has at

@@ -19,14 +19,14 @@ from pipelines.options import (auto_runner_args, local_worker_processes, names_r
                                runs_in_this_process, use_filesystem_options)
 from pipelines.staging import Staging
 from schemas import tables as T
-from schemas.config import BuildConfig
+from schemas.config import BuildConfig, EmbeddingConfig, EmbedSettings, ParseSettings
 from schemas.errors import PipelineFailedError
 from schemas.records import DeadLetter
-from transforms.embed import prefetcher_for
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity, resolve_precision
 from vdgr_core.ids import stable_id
 from vdgr_core.indexing.document import load_document
+from vdgr_core.indexing.model_home import prefetcher_for, process_embedder
 from vdgr_core.memory import release_unused_memory
 from vdgr_core.progress import plural, reporting
 from vdgr_core.store.failpoints import failpoint
@@ -74,11 +74,6 @@ def with_precision(config: BuildConfig, recorded: Optional[dict] = None) -> Buil
     return config.model_copy(update={"embedding": resolve_precision(config.embedding)})
 
 
-def model_identity(config: BuildConfig) -> tuple[str, int]:
-    """The embedder's model id and dimension, known without loading the model."""
-    return embedder_identity(config.embedding)
-
-
 def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
               progress: Optional[Callable[[str], None]] = None) -> BuildReport:
     """Build the index of ``config.corpus`` into ``config.index``.
@@ -111,18 +106,16 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = (),
         return execute_build(config, scan, beam_args, say, guard=lock, t0=t0)
 
 
-def warm_embedder_in_background(config: BuildConfig) -> None:
+def warm_embedder_in_background(embedding: EmbeddingConfig) -> None:
     """Load the embedding model while the pipeline parses (in-process runner, full builds).
 
-    The embedding step takes the process-wide embedder (transforms.embed.process_embedder);
+    The embedding step takes the process-wide embedder (vdgr_core/indexing/model_home.py);
     loading it on a thread here overlaps the ~3 s load with parsing instead of stalling the
     embedding stage. An update skips this: most of its texts are cached and it may need no model.
     """
     import threading
 
-    from transforms.embed import process_embedder
-
-    threading.Thread(target=process_embedder, args=(config.embedding,), name="vdgr-warm-embedder",
+    threading.Thread(target=process_embedder, args=(embedding,), name="vdgr-warm-embedder",
                      daemon=True).start()
 
 
@@ -131,23 +124,24 @@ def warm_embedder_in_background(config: BuildConfig) -> None:
 FIRST_TEXTS = 256
 
 
-def send_first_texts(config: BuildConfig, scan: CorpusScan, model_id: str, texts: int = FIRST_TEXTS) -> int:
+def send_first_texts(parse: ParseSettings, embed: EmbedSettings, scan: CorpusScan, model_id: str,
+                     texts: int = FIRST_TEXTS) -> int:
     """Parse the scan's first documents here and send their chunk texts to the embedding child;
-    the texts sent (0 without a child: see ``transforms.embed.prefetcher_for``).
+    the texts sent (0 without a child: see ``vdgr_core.indexing.model_home.prefetcher_for``).
 
     The child has loaded its model ~1.2 s before the in-process pipeline, still being
     constructed and translated by Beam, sends it anything (hand timelines, docs/DECISIONS.md).
     A cache only: the pipeline parses the same documents again and takes these vectors, and a
     document that cannot be parsed is left to the pipeline's dead-letter output.
     """
-    prefetcher = prefetcher_for(config)
+    prefetcher = prefetcher_for(embed)
     if prefetcher is None:
         return 0
     sent = 0
     for task in scan.tasks:
         if sent >= texts:
             break
-        doc = load_document(task, config, FileSystems.open, FileSystems.join)
+        doc = load_document(task, parse, FileSystems.open, FileSystems.join)
         if isinstance(doc, DeadLetter):
             continue
         for key, text in chunk_texts(doc, model_id):
@@ -172,36 +166,42 @@ def import_commit_in_background() -> None:
 
 
 @contextlib.contextmanager
-def staged_pipeline_run(config: BuildConfig, beam_args: Sequence[str],
-                        add_steps: Callable[[beam.Pipeline, Staging], None], *,
-                        warm_embedder: bool) -> Iterator[tuple[Staging, object]]:
+def staged_pipeline_run(index: str, beam_args: Sequence[str], add_steps: Callable[[beam.Pipeline, Staging], None],
+                        *, warm_embedder: Optional[EmbeddingConfig]) -> Iterator[tuple[Staging, object]]:
     """Run the pipeline ``add_steps(p, staging)`` builds, writing under a fresh staging area.
 
     Yields (staging, pipeline result) for the driver to read back; the staging area is removed
-    afterwards, whatever happens. ``warm_embedder``: load the model on a thread while the
-    in-process runner parses (a no-op when a provided embedder is already there).
+    afterwards, whatever happens. ``warm_embedder``: the model to load on a thread while the
+    in-process runner parses (a no-op when a provided embedder is already there; None: none).
     """
-    staging = Staging.new(config.index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
+    staging = Staging.new(index, stable_id("run", str(os.getpid()), str(time.time_ns()))[:12])
     try:
         options = pipeline_options(beam_args)
-        if warm_embedder and runs_in_this_process(options):
-            warm_embedder_in_background(config)
+        if warm_embedder is not None and runs_in_this_process(beam_args):
+            warm_embedder_in_background(warm_embedder)
         p = beam.Pipeline(options=options)
         add_steps(p, staging)
         import_commit_in_background()
-        # worker processes on this machine: their options, counts and standard error
-        around = local_worker_run(options) if local_worker_processes(options) else contextlib.nullcontext()
-        try:
-            with around:
-                result = p.run()
-                result.wait_until_finish()
-        except RuntimeError as exc:     # a portable runner's job ended FAILED
-            if "failed in state" not in str(exc):
-                raise
-            raise PipelineFailedError(job_failure(exc)) from exc
+        result = run_to_end(p)
         yield staging, result
     finally:
         staging.remove()
+
+
+def run_to_end(p: beam.Pipeline):
+    """Run ``p`` and wait for it; its result. Worker processes on this machine get their options,
+    counts and standard error (pipelines/local_workers.py); a portable runner's failed job
+    raises :class:`PipelineFailedError`, said in two lines."""
+    around = local_worker_run(p.options) if local_worker_processes(p.options) else contextlib.nullcontext()
+    try:
+        with around:
+            result = p.run()
+            result.wait_until_finish()
+    except RuntimeError as exc:     # a portable runner's job ended FAILED
+        if "failed in state" not in str(exc):
+            raise
+        raise PipelineFailedError(job_failure(exc)) from exc
+    return result
 
 
 def job_failure(exc: BaseException) -> str:
@@ -222,7 +222,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         os.makedirs(config.index, exist_ok=True)
     stage: dict[str, float] = {}
     skipped = [scan.dead_letter(p) for p in scan.skipped]
-    model_id, dim = model_identity(config)
+    model_id, dim = embedder_identity(config.embedding)
     stage["scan_s"] = time.perf_counter() - t0
 
     if not names_runner(beam_args):
@@ -236,24 +236,29 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
     say("running the indexing pipeline (parse, chunk, annotate, merge, summarize, embed)")
     t1 = time.perf_counter()
     def add_steps(p, staging):
-        in_process = runs_in_this_process(p.options)
+        in_process = runs_in_this_process(beam_args)
         if in_process:
-            send_first_texts(config, scan, model_id, FIRST_TEXTS)
+            send_first_texts(config.slices.parse, config.slices.embed, scan, model_id, FIRST_TEXTS)
         build_pipeline(p, config, scan, model_id=model_id, dim=dim, staging=staging, dead_from_scan=skipped,
                        embed_last=in_process)
 
     with reporting(len(scan.tasks), say), staged_pipeline_run(
-            config, beam_args, add_steps, warm_embedder=parent_build_id is None) as (staging, result):
+            config.index, beam_args, add_steps,
+            warm_embedder=config.embedding if parent_build_id is None else None) as (staging, result):
         stage["pipeline_s"] = time.perf_counter() - t1
         release_unused_memory()
         failpoint("commit.staged")
         failpoint("commit.shards_published")     # the pipeline publishes the shards
+        failpoint("commit.layouts_published")    # and the layouts
         say("committing tables, indexes and manifest")
         t2 = time.perf_counter()
         from pipelines.commit import commit_build
+        from pipelines.index_segments import segment_builder
 
-        manifest = commit_build(config.index, staging, scan, model_id=model_id, dim=dim, config=config,
-                                guard=guard, parent_build_id=parent_build_id)
+        manifest = commit_build(config.index, staging, scan, config.store, config.settings(), model_id=model_id,
+                                dim=dim, guard=guard,
+                                parent_build_id=parent_build_id,
+                                build_segments=segment_builder(beam_args, staging.root))
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,

@@ -17,12 +17,13 @@ from typing import Callable, Optional, Sequence
 
 from pipelines.delta_update import apply_document_delta, stale_layouts, stale_shards
 from pipelines.options import use_filesystem_options
-from pipelines.run_build import BuildReport, execute_build, model_identity, run_build, with_precision
+from pipelines.run_build import BuildReport, execute_build, run_build, with_precision
 from pipelines.update_plan import UpdatePlan, current_fingerprints, plan_update, remember_file_stats
 from schemas import tables as T
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
+from vdgr_core.embedding import embedder_identity
 from vdgr_core.progress import plural
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lance_store import DRIVER_CACHE_BYTES
@@ -91,7 +92,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
                             report, time.perf_counter() - t0)
     config = with_precision(config, reader.manifest.config)
     config_changed = check_settings(reader.manifest.config, config, settings_change)
-    model_id = model_identity(config)[0]
+    model_id = embedder_identity(config.embedding)[0]
     if reader.manifest.embedding_model != model_id:
         # same settings, vectors computed another way (a release that changed the embedder's
         # numerics): kept vectors would differ from a rebuild's in their last bits
@@ -99,7 +100,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
             f"{model_id}")
         config_changed = True
     scan = scan_corpus(config.corpus, max_depth=config.limits.max_folder_depth)
-    current = current_fingerprints(scan, config, FileStatsCache(config.index))
+    current = current_fingerprints(scan, config.limits, FileStatsCache(config.index))
     plan = plan_update(reader.arrow(T.DOCUMENTS, ["path", "fingerprint", "content_hash"]).to_pylist(),
                        current, config_changed=config_changed)
     say(plan.summary())

@@ -4,12 +4,14 @@ Staging lives under ``<index>/_staging/<run>``:
 
 * ``tasks/part-NNNNN.jsonl``: the documents to process, written by the driver in parts of
   ``TASKS_PER_FILE`` and read by workers (the job graph does not grow with the corpus);
-* ``<table>/part-...arrow``: rows staged by workers in bounded Arrow IPC files;
-* ``staged.json``: what the publish step listed (files, rows and per-domain digests of each
-  table, and the other staged records: BM25 sub-shards, ...).
+* ``<table>/part-...arrow``: rows staged by workers in bounded Arrow IPC files (an update's
+  arriving documents; a build's workers write the index tables' rows as Lance fragments where
+  the index lives instead: transforms/write.py);
+* ``staged.json``: what the publish step listed (fragments or files, rows and per-domain digests
+  of each table, the domain facts, and the other staged records: BM25 sub-shards, layouts).
 
-The commit streams the files in bounded batches, writes the tables and the manifest, then
-deletes the staging area. A crashed run leaves only staging behind, which readers never look at.
+The driver commits what the list names, then deletes the staging area. A crashed run leaves
+only staging and fragments no version names, which readers never look at.
 
 Everything here goes through Beam's ``FileSystems``, so the staging area may be a local folder
 or an object-store prefix (``gs://``, ``s3://``; the matching Beam extra must be installed).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
@@ -45,7 +47,9 @@ class StagedList:
     files: dict[str, list[str]]
     rows: dict[str, int]
     digests: dict[str, dict[str, int]]       # table -> domain -> digest
-    records: list[dict]                      # other staged records (BM25 sub-shards, ...)
+    records: list[dict]                      # other staged records (BM25 sub-shards, layouts)
+    fragments: dict[str, list[str]] = field(default_factory=dict)   # table -> Lance fragments (JSON)
+    facts: dict = field(default_factory=dict)                       # DomainFacts.to_json()
 
     def of_kind(self, kind: str) -> list[dict]:
         return [r for r in self.records if r["kind"] == kind]
@@ -95,7 +99,7 @@ class Staging:
         d = json.loads(self._read(path).decode("utf-8"))
         return StagedList(d["files"], d["rows"],
                           {t: {dom: dg.from_hex(h) for dom, h in m.items()} for t, m in d["digests"].items()},
-                          d["records"])
+                          d["records"], d.get("fragments", {}), d.get("facts", {}))
 
     def batches(self, name: str, schema: pa.Schema, columns: Optional[list[str]] = None,
                 staged: Optional[StagedList] = None) -> Iterator[pa.RecordBatch]:

@@ -6,7 +6,7 @@ from typing import Iterable, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.config import BuildConfig
+from schemas.config import LimitsConfig
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.ids import content_hash
 from vdgr_core.indexing.document import read_bytes_limited
@@ -34,7 +34,7 @@ class UpdatePlan:
                 f"{len(self.moved)} moved; changed domains: {', '.join(self.affected_domains) or 'none'}")
 
 
-def current_fingerprints(scan: CorpusScan, config: BuildConfig,
+def current_fingerprints(scan: CorpusScan, limits: LimitsConfig,
                          stats_cache: Optional[FileStatsCache] = None) -> dict[str, tuple[str, str]]:
     """rel_path -> (fingerprint, content hash) of every file the build would see.
 
@@ -49,7 +49,7 @@ def current_fingerprints(scan: CorpusScan, config: BuildConfig,
         if digest is None:
             path = FileSystems.join(task.corpus_root, *task.rel_path.split("/"))
             try:
-                data = read_bytes_limited(FileSystems.open, path, config.limits.max_file_bytes)
+                data = read_bytes_limited(FileSystems.open, path, limits.max_file_bytes)
                 digest = content_hash(data)
             except OSError:
                 digest = ""

@@ -4,7 +4,7 @@ Loading all-MiniLM-L6-v2 takes ~3 s, mostly importing torch and transformers: Py
 on a thread of the command's own process, holds the interpreter lock against the imports, the
 corpus scan and the parsing it should overlap (a measured build loaded it in 7.5 s that way).
 A child process (``vdgr_core.embedding_process``) loads it truly in parallel; the in-process
-pipeline and the driver then embed through it (``transforms.embed.provided_embedder``).
+pipeline and the driver then embed through it (``vdgr_core.indexing.model_home.provided_embedder``).
 
 Stopping (:func:`stop_on_signals`): Ctrl-C or SIGTERM of ``vdgr index`` / ``vdgr update`` stops
 every child at once and keeps what the child embedded (its journal) in the index's embedding
@@ -17,52 +17,38 @@ import contextlib
 import os
 from typing import Iterator, Optional, Sequence
 
-from schemas.config import BuildConfig
+from pipelines.options import runs_in_this_process
+from schemas.config import EmbedSettings
 
-_IN_PROCESS_RUNNERS = ("FnApiRunner", "DirectRunner")
-
-
-def runs_in_this_process(beam_args: Sequence[str]) -> bool:
-    """True when the Beam flags name the in-process runner (read as text: Beam is not imported yet)."""
-    runner, mode = "FnApiRunner", "in_memory"
-    for arg in beam_args:
-        name, _, value = arg.partition("=")
-        if name == "--runner":
-            runner = value
-        elif name == "--direct_running_mode":
-            mode = value
-    return runner in _IN_PROCESS_RUNNERS and mode == "in_memory"
-
-
-def _journal_path(config: BuildConfig) -> Optional[str]:
+def _journal_path(embed: EmbedSettings) -> Optional[str]:
     """Where the child's vectors are journaled: a file in the index's staging folder (local
     indexes only; ``None`` for an object store)."""
-    index = str(config.index)
+    index = str(embed.index)
     if "://" in index:
         return None
     return os.path.join(index, "_staging", f"embedding-journal-{os.getpid()}.arrows")
 
 
 @contextlib.contextmanager
-def early_embedder(config: BuildConfig, wanted: bool) -> Iterator[Optional[object]]:
-    """Within the block, ``process_embedder(config.embedding)`` is a model loading in a child.
+def early_embedder(embed: EmbedSettings, wanted: bool) -> Iterator[Optional[object]]:
+    """Within the block, ``process_embedder(embed.embedding)`` is a model loading in a child.
 
     Only for the local model and when ``wanted``; the child is stopped on exit (at once if it
     was never used). Yields the EmbedderProcess, or None. The child journals what it embeds
     (local indexes), for :func:`stop_on_signals` to keep; the journal is removed on exit.
     """
-    if not wanted or config.embedding.kind != "minilm":
+    if not wanted or embed.embedding.kind != "minilm":
         yield None
         return
     from vdgr_core.embedding_process import EmbedderProcess
 
-    adopt_journals(config)
-    child = EmbedderProcess(config.embedding, journal=_journal_path(config))
+    adopt_journals(embed)
+    child = EmbedderProcess(embed.embedding, journal=_journal_path(embed))
     try:
         with child:
-            from transforms.embed import provided_embedder
+            from vdgr_core.indexing.model_home import provided_embedder
 
-            with provided_embedder(config.embedding, child):
+            with provided_embedder(embed.embedding, child):
                 yield child
     finally:
         _remove(child.journal)
@@ -73,7 +59,7 @@ def _remove(path: Optional[str]) -> None:
         os.remove(path)
 
 
-def keep_embedded(config: BuildConfig, child) -> int:
+def keep_embedded(embed: EmbedSettings, child) -> int:
     """Add what the stopped ``child`` journaled to the index's embedding cache; the keys offered.
 
     Called by the process that is the index's writer (it holds, or is about to take, the
@@ -86,10 +72,10 @@ def keep_embedded(config: BuildConfig, child) -> int:
     rows = read_journal(child.journal) if child.journal else None
     if rows is None or rows.num_rows == 0:
         return 0
-    return append_to_cache(str(config.index), rows, child.dim)
+    return append_to_cache(str(embed.index), rows, child.dim)
 
 
-def adopt_journals(config: BuildConfig) -> int:
+def adopt_journals(embed: EmbedSettings) -> int:
     """Add to the embedding cache the journals of runs that were killed (SIGKILL, out of memory:
     no handler ran), then remove them; the keys offered. A journal whose process still runs is
     left alone; one that cannot be read or added is left for ``vdgr gc``."""
@@ -99,7 +85,7 @@ def adopt_journals(config: BuildConfig) -> int:
     from vdgr_core.embedding_process import read_journal
     from vdgr_core.indexing.embed_cache import append_to_cache
 
-    path = _journal_path(config)
+    path = _journal_path(embed)
     if path is None:
         return 0
     added = 0
@@ -110,7 +96,7 @@ def adopt_journals(config: BuildConfig) -> int:
         try:
             rows = read_journal(journal)
             if rows is not None and rows.num_rows:
-                added += append_to_cache(str(config.index), rows, embedder_identity(config.embedding)[1])
+                added += append_to_cache(str(embed.index), rows, embedder_identity(embed.embedding)[1])
             _remove(journal)
         except Exception:                  # a cache, never worth failing a build for
             continue
@@ -172,7 +158,7 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def stop_on_signals(command: str, config: BuildConfig, child) -> Iterator[None]:
+def stop_on_signals(command: str, embed: EmbedSettings, child) -> Iterator[None]:
     """Within the block, Ctrl-C (SIGINT) or SIGTERM stops the command cleanly and at once.
 
     The child processes are stopped (SIGTERM, then SIGKILL after 1.5 s), the vectors the
@@ -198,7 +184,7 @@ def stop_on_signals(command: str, config: BuildConfig, child) -> Iterator[None]:
         if child is not None:
             try:
                 child.close()
-                kept = keep_embedded(config, child)
+                kept = keep_embedded(embed, child)
                 _remove(child.journal)
             except Exception as e:               # the line still comes; the cache is an optimisation
                 os.write(2, f"vdgr {command}: could not keep the embedded texts: {e}\n".encode("utf-8"))
@@ -226,5 +212,5 @@ def interrupted_line(command: str, kept: int) -> str:
     return f"vdgr {command}: stopped; nothing committed"
 
 
-__all__ = ["adopt_journals", "early_embedder", "interrupted_line", "keep_embedded", "runs_in_this_process",
+__all__ = ["adopt_journals", "early_embedder", "interrupted_line", "keep_embedded",
            "stop_children", "stop_on_signals"]

@@ -8,7 +8,8 @@ import logging
 import sys
 from typing import Optional
 
-from runners.early_embedder import early_embedder, runs_in_this_process, stop_on_signals
+from pipelines.options import runs_in_this_process
+from runners.early_embedder import early_embedder, stop_on_signals
 from runners.presets import PRESETS, apply_preset
 from schemas import tables as T
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig, LLMConfig
@@ -190,8 +191,8 @@ def run(args, beam_args) -> int:
         beam_args = apply_preset(args.preset, beam_args)
         # in-process runs embed through a model that starts loading now, in a child process;
         # Ctrl-C or SIGTERM stops the children and keeps what was embedded for the next run
-        with early_embedder(config, wanted=runs_in_this_process(beam_args)) as child, \
-                stop_on_signals("index", config, child):
+        with early_embedder(config.slices.embed, wanted=runs_in_this_process(beam_args)) as child, \
+                stop_on_signals("index", config.slices.embed, child):
             from pipelines.run_build import run_build
 
             with fewer_full_collections():

@@ -58,7 +58,8 @@ def run_update_cmd(args, beam_args) -> int:
         # the model starts loading now, before Beam and LanceDB are imported and the corpus
         # scanned; it is stopped at once if the update has nothing to embed
         # Ctrl-C or SIGTERM: children stopped, what was embedded kept, nothing committed
-        with early_embedder(config, wanted=exists) as child, stop_on_signals("update", config, child):
+        with early_embedder(config.slices.embed, wanted=exists) as child, \
+                stop_on_signals("update", config.slices.embed, child):
             from pipelines.run_update import run_update
 
             with fewer_full_collections():

@@ -136,8 +136,61 @@ class StoreConfig(_Frozen):
     graph_synonym_min: float = Field(default=0.9, ge=0, le=1.01)
 
 
+@dataclass(frozen=True)
+class ParseSettings:
+    """What turns a corpus file into a document's chunks: the size limits and the chunking."""
+
+    limits: LimitsConfig
+    chunking: ChunkingConfig
+
+
+@dataclass(frozen=True)
+class AnnotateSettings:
+    """A chunk's annotation: its summary and at most ``max_terms`` technical terms (a section's
+    first chunk starts with its title's when ``title_entities``), offline or with ``llm``."""
+
+    max_terms: int
+    summary_sentences: int
+    summary_max_chars: int
+    title_entities: bool
+    llm: Optional[LLMConfig] = None
+
+
+@dataclass(frozen=True)
+class SummarySettings:
+    """Directory summaries, bottom-up: at most ``max_chars`` each, extractive or with ``llm``."""
+
+    max_chars: int
+    llm: Optional[LLMConfig] = None
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    """The embedder, and the index whose embedding cache it reads first."""
+
+    embedding: EmbeddingConfig
+    index: str
+
+
+@dataclass(frozen=True)
+class BuildSlices:
+    """The configuration slice of each indexing component (:attr:`BuildConfig.slices`)."""
+
+    parse: ParseSettings
+    limits: LimitsConfig
+    annotate: AnnotateSettings
+    embed: EmbedSettings
+    store: StoreConfig
+    summaries: SummarySettings
+
+
 class BuildConfig(_Frozen):
-    """Everything the indexing pipeline needs besides the Beam options."""
+    """Everything the indexing pipeline needs besides the Beam options.
+
+    The fields are flat (the JSON, the manifest's recorded settings and the CLI flags name them
+    so); only the entry points (``run_build``, ``run_update``, the pipeline constructors) take
+    the whole configuration, and each component takes its own typed slice (:attr:`slices`).
+    """
 
     corpus: str
     index: str
@@ -160,6 +213,21 @@ class BuildConfig(_Frozen):
     # How long a build or update waits for another writer of the same index to finish
     # (vdgr_core/store/lock.py) before it gives up with IndexBusyError; not a build setting.
     lock_timeout_s: float = Field(default=0.0, ge=0)
+
+    @property
+    def slices(self) -> BuildSlices:
+        """Each indexing component's frozen slice of these settings (computed on access, so a
+        ``model_copy(update=...)`` is reflected)."""
+        return BuildSlices(
+            parse=ParseSettings(self.limits, self.chunking),
+            limits=self.limits,
+            annotate=AnnotateSettings(self.max_entities_per_chunk, self.summary_sentences, self.summary_max_chars,
+                                      self.title_entities, self.llm),
+            embed=EmbedSettings(self.embedding, self.index),
+            store=self.store,
+            # a directory summary joins its children's: room above a chunk summary's length
+            summaries=SummarySettings(self.summary_max_chars + 200, self.llm),
+        )
 
     def settings(self) -> dict:
         """The build settings recorded in the manifest (no paths, no secrets).

@@ -15,7 +15,7 @@ import logging
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from schemas.config import BuildConfig
+from schemas.config import SummarySettings
 from schemas.tables import CONTAINS
 from transforms.documents import LLM_CALLS, LLM_FALLBACKS
 from vdgr_core.indexing.per_document import pack_tree, unpack_tree
@@ -27,16 +27,11 @@ _log = logging.getLogger("vdgr.build")
 UP = "up"
 
 
-def directory_max_chars(config: BuildConfig) -> int:
-    """The longest summary a directory node may have."""
-    return config.summary_max_chars + 200
-
-
 class _SummarizerDoFn(beam.DoFn):
     """Holds the LLM client and summarizer when an LLM is configured (offline otherwise)."""
 
-    def __init__(self, config: BuildConfig):
-        self._config = config
+    def __init__(self, settings: SummarySettings):
+        self._settings = settings
         self._client = None
         self._summarizer = None
         self._fallbacks = Metrics.counter("vdgr", LLM_FALLBACKS)
@@ -44,17 +39,17 @@ class _SummarizerDoFn(beam.DoFn):
 
     @property
     def _max_chars(self) -> int:
-        return directory_max_chars(self._config)
+        return self._settings.max_chars
 
     def _on_fallback(self, title: str, reason: str) -> None:
         self._fallbacks.inc()
         _log.warning("LLM summary failed for directory %r; extractive summary used: %s", title, reason)
 
     def setup(self):
-        if self._config.llm is not None:
+        if self._settings.llm is not None:
             from vdgr_core.llm.client import LLMClient
 
-            self._client = LLMClient(self._config.llm)
+            self._client = LLMClient(self._settings.llm)
             self._summarizer = llm_directory_summarizer(self._client, max_chars=self._max_chars,
                                                         on_fallback=self._on_fallback)
 
@@ -120,9 +115,9 @@ class SummarizeDirectoriesByLevel(beam.PTransform):
         The deepest folder node level (the corpus's folder depth; 0 = domain nodes only).
     """
 
-    def __init__(self, config: BuildConfig, max_folder_level: int):
+    def __init__(self, settings: SummarySettings, max_folder_level: int):
         super().__init__()
-        self._config = config
+        self._settings = settings
         self._levels = max_folder_level + 1
 
     def expand(self, pcolls):
@@ -134,7 +129,7 @@ class SummarizeDirectoriesByLevel(beam.PTransform):
         documents = (trees
                      | "Pack document trees" >> beam.MapTuple(lambda i, t: (i, pack_tree(t)))
                      | "Group by document node" >> beam.GroupByKey()
-                     | "Summarize documents" >> beam.ParDo(_DocumentGroupDoFn(self._config), folder_ids)
+                     | "Summarize documents" >> beam.ParDo(_DocumentGroupDoFn(self._settings), folder_ids)
                      .with_outputs(UP, main="nodes"))
         static = ((documents[UP],
                    folders | "Folder record" >> beam.MapTuple(lambda i, n: (n.level, i, ("node", n))))
@@ -148,24 +143,12 @@ class SummarizeDirectoriesByLevel(beam.PTransform):
                     | f"Level {level} records" >> beam.Flatten()
                     | f"Key level {level}" >> beam.Map(lambda r: (r[1], r[2]))
                     | f"Group level {level}" >> beam.GroupByKey()
-                    | f"Summarize level {level}" >> beam.ParDo(_LevelDoFn(self._config)).with_outputs(UP, main="nodes"))
+                    | f"Summarize level {level}" >> beam.ParDo(_LevelDoFn(self._settings)).with_outputs(UP, main="nodes"))
             finished.append(done.nodes)
             carried = done[UP]
         if carried is not None:      # level 0 (domains) has no parent: nothing may be left
             _ = carried | "Nothing above domains" >> beam.Map(_unexpected)
         return tuple(finished)
-
-
-class SummarizeDirectories(beam.PTransform):
-    """(document trees keyed by document node id, folder nodes) -> every directory node, merged
-    and with its summary (:class:`SummarizeDirectoriesByLevel`, flattened)."""
-
-    def __init__(self, config: BuildConfig, max_folder_level: int):
-        super().__init__()
-        self._by_level = SummarizeDirectoriesByLevel(config, max_folder_level)
-
-    def expand(self, pcolls):
-        return pcolls | "By level" >> self._by_level | "All directory nodes" >> beam.Flatten()
 
 
 def _merge_all(nodes):

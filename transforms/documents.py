@@ -7,10 +7,10 @@ import logging
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from schemas.config import BuildConfig
+from schemas.config import AnnotateSettings
 from schemas.records import DeadLetter
 from vdgr_core.corpus import task_from_json
-from vdgr_core.indexing.annotate import annotate_or_fall_back, section_heads
+from vdgr_core.indexing.annotate import annotate_chunks
 from vdgr_core.indexing.per_document import AnnotatedDocument
 
 SKIPPED = "skipped"
@@ -49,36 +49,27 @@ class _AnnotateDocumentDoFn(beam.DoFn):
     configured, offline otherwise). A chunk whose LLM call fails permanently is annotated
     offline, logged and counted in ``llm_fallbacks``: never dropped, never passed off as done."""
 
-    def __init__(self, config: BuildConfig):
-        self._config = config
+    def __init__(self, settings: AnnotateSettings):
+        self._settings = settings
         self._client = None
         self._fallbacks = Metrics.counter("vdgr", LLM_FALLBACKS)
         self._calls = Metrics.counter("vdgr", LLM_CALLS)
 
     def setup(self):
-        if self._config.llm is not None:
+        if self._settings.llm is not None:
             from vdgr_core.llm.client import LLMClient
 
-            self._client = LLMClient(self._config.llm)
+            self._client = LLMClient(self._settings.llm)
 
     def process(self, doc):
-        c = self._config
         before = self._client.total_calls() if self._client is not None else 0
-        out = []
-        heads = section_heads(doc.chunks)
-        for chunk in doc.chunks:
-            outcome = annotate_or_fall_back(chunk, self._client, max_terms=c.max_entities_per_chunk,
-                                            summary_sentences=c.summary_sentences,
-                                            summary_max_chars=c.summary_max_chars,
-                                            title_entities=c.title_entities and chunk.chunk_id in heads)
-            if outcome.fallback_reason is not None:
-                self._fallbacks.inc()
-                _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",
-                             chunk.chunk_id, chunk.source, outcome.fallback_reason)
-            out.append(outcome.annotated)
+        done = annotate_chunks(doc.chunks, self._client, self._settings)
+        for chunk, reason in done.fallbacks:
+            self._fallbacks.inc()
+            log_fallback(chunk, reason)
         if self._client is not None:
             self._calls.inc(self._client.total_calls() - before)
-        yield AnnotatedDocument(doc, tuple(out))
+        yield AnnotatedDocument(doc, done.annotated)
 
     def teardown(self):
         if self._client is not None:
@@ -86,12 +77,18 @@ class _AnnotateDocumentDoFn(beam.DoFn):
             self._client = None
 
 
+def log_fallback(chunk, reason: str) -> None:
+    """Log a chunk whose LLM annotation failed for good (annotated offline instead)."""
+    _log.warning("LLM annotation failed for chunk %s of %s; offline annotation used: %s",
+                 chunk.chunk_id, chunk.source, reason)
+
+
 class AnnotateDocuments(beam.PTransform):
     """IndexedDocument -> AnnotatedDocument (summary, terms, mentions, pairs of every chunk)."""
 
-    def __init__(self, config: BuildConfig):
+    def __init__(self, settings: AnnotateSettings):
         super().__init__()
-        self._config = config
+        self._settings = settings
 
     def expand(self, docs):
-        return docs | "Summarize and extract terms" >> beam.ParDo(_AnnotateDocumentDoFn(self._config))
+        return docs | "Summarize and extract terms" >> beam.ParDo(_AnnotateDocumentDoFn(self._settings))

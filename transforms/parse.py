@@ -5,7 +5,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from schemas.config import BuildConfig
+from schemas.config import ParseSettings
 from schemas.records import DeadLetter, DocumentTask
 from vdgr_core.indexing.document import load_document
 from vdgr_core.progress import PROGRESS
@@ -14,14 +14,14 @@ DEAD_LETTER = "dead_letter"
 
 
 class _ParseDoFn(beam.DoFn):
-    def __init__(self, config: BuildConfig):
-        self._config = config
+    def __init__(self, parse: ParseSettings):
+        self._parse = parse
         self._docs = Metrics.counter("vdgr", "documents_parsed")
         self._chunks = Metrics.counter("vdgr", "chunks")
         self._dead = Metrics.counter("vdgr", "dead_letters")
 
     def process(self, task: DocumentTask):
-        doc = load_document(task, self._config, FileSystems.open, FileSystems.join)
+        doc = load_document(task, self._parse, FileSystems.open, FileSystems.join)
         PROGRESS.parsed()               # progress lines only; nothing depends on it
         if isinstance(doc, DeadLetter):
             self._dead.inc()
@@ -39,10 +39,10 @@ class ParseDocuments(beam.PTransform):
     stops the build: it is counted and lands in the dead-letter table with its reason.
     """
 
-    def __init__(self, config: BuildConfig):
+    def __init__(self, parse: ParseSettings):
         super().__init__()
-        self._config = config
+        self._parse = parse
 
     def expand(self, tasks):
-        return tasks | "Read and parse" >> beam.ParDo(_ParseDoFn(self._config)).with_outputs(
+        return tasks | "Read and parse" >> beam.ParDo(_ParseDoFn(self._parse)).with_outputs(
             DEAD_LETTER, main="documents")

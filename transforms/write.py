@@ -1,14 +1,18 @@
-"""Staged table output (Arrow IPC files through Beam filesystems) and its publication.
+"""Worker-written table output and its publication: Lance fragments, or staged Arrow files.
 
-Workers write the rows of every table as uncompressed Arrow IPC stream files of at most
-``max_rows`` rows (a bundle never holds a whole table), each under a temporary name beside its
-final place, and digest the rows they write per domain (vdgr_core/store/digest.py). Each file
-becomes a small *staged record* (table, temporary path, rows, digests; BM25 sub-shards and
-other published pieces are staged records too). One final step (:class:`PublishStaged`)
+Workers write the rows of every index table as Lance fragments of that table, straight where
+the index lives (:class:`WriteFragments`; vdgr_core/store/fragments.py), in batches of at most
+``max_rows`` rows (a bundle never holds a whole table), and digest the rows they write per
+domain (vdgr_core/store/digest.py). No version names a fragment until the driver's commit. Rows
+that only the driver reads back (an update's arriving documents) are staged instead as
+uncompressed Arrow IPC stream files under a temporary name (:class:`StageRows`). Either way each
+batch becomes a small *staged record* (table, fragments or temporary path, rows, digests); BM25
+sub-shards and query layouts are staged records too. One final step (:class:`PublishStaged`)
 renames the files of the bundles that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.arrow``
-and writes ``staged.json``: the files of each table, their row counts and the per-domain
-digests summed. The driver's commit reads only that list and streams the files into LanceDB.
-A retried bundle only leaves an unread temporary file, which goes with the staging area.
+and writes ``staged.json``: the fragments and files of each table, their row counts, the
+per-domain digests and domain facts summed, and the other records. The driver reads only that
+list. A retried bundle leaves only fragments or a temporary file that nothing names: the staging
+area goes with the run, and ``vdgr gc`` removes the fragments.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from vdgr_core.ids import stable_id
+from vdgr_core.indexing.domain_facts import DomainFacts
+from vdgr_core.store.fragments import write_fragments
 from vdgr_core.store import digest as dg
 
 STAGED_LIST = "staged.json"
@@ -46,26 +52,17 @@ def part_token(part) -> str:
     return stable_id("part", *map(str, part))[:12] if part else ""
 
 
-def encode_rows(rows: list[dict], schema: pa.Schema) -> tuple[bytes, pa.Table]:
-    """(the staged file's bytes, the table) of ``rows``."""
-    table = pa.Table.from_pylist(rows, schema=schema)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes(), table
-
-
 def decode_rows(data) -> pa.Table:
-    """The table in a staged file's bytes (:func:`encode_rows`); zero-copy."""
+    """The table in a staged file's bytes (as ``StageRows`` writes it); zero-copy."""
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
-class _StageRowsDoFn(beam.DoFn):
-    """Rows of one table -> staged files of at most ``max_rows`` rows, one staged record each."""
+class _BufferedRowsDoFn(beam.DoFn):
+    """Rows of one table -> batches of at most ``max_rows`` rows per partition, each written by
+    ``_flush`` as one staged record."""
 
-    def __init__(self, table: str, prefix: str, schema: pa.Schema, partition: Optional[Callable],
-                 max_rows: int, digest: bool):
-        self._table, self._prefix, self._schema = table, prefix, schema
+    def __init__(self, table: str, schema: pa.Schema, partition: Optional[Callable], max_rows: int, digest: bool):
+        self._table, self._schema = table, schema
         self._partition, self._max_rows, self._digest = partition, max_rows, digest
 
     def start_bundle(self):
@@ -85,13 +82,48 @@ class _StageRowsDoFn(beam.DoFn):
 
     def _flush(self, part: tuple) -> dict:
         rows, self._buffers[part] = self._buffers[part], []
-        data, table = encode_rows(rows, self._schema)
+        table = pa.Table.from_pylist(rows, schema=self._schema)
+        digests = dg.domain_digests(table) if self._digest else {}
+        return {"table": self._table, "part": list(part), "rows": len(rows),
+                "digests": {d: dg.to_hex(v) for d, v in digests.items()}, **self._written(part, table)}
+
+    def _written(self, part: tuple, table: pa.Table) -> dict:
+        raise NotImplementedError
+
+
+class _StageRowsDoFn(_BufferedRowsDoFn):
+    """... as a staged Arrow IPC file under ``prefix`` (renamed into place by the publish step)."""
+
+    def __init__(self, table: str, prefix: str, schema: pa.Schema, partition: Optional[Callable],
+                 max_rows: int, digest: bool):
+        super().__init__(table, schema, partition, max_rows, digest)
+        self._prefix = prefix
+
+    def _written(self, part: tuple, table: pa.Table) -> dict:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self._schema) as writer:
+            writer.write_table(table)
         token = part_token(part)
         prefix = f"{self._prefix}-{token}" if token else self._prefix
-        digests = dg.domain_digests(table) if self._digest else {}
-        return {"kind": "file", "table": self._table, "prefix": prefix, "suffix": STAGED_SUFFIX,
-                "temp": _write_temp(prefix, STAGED_SUFFIX, data), "part": list(part), "rows": len(rows),
-                "digests": {d: dg.to_hex(v) for d, v in digests.items()}}
+        return {"kind": "file", "prefix": prefix, "suffix": STAGED_SUFFIX,
+                "temp": _write_temp(prefix, STAGED_SUFFIX, sink.getvalue().to_pybytes())}
+
+
+class _WriteFragmentsDoFn(_BufferedRowsDoFn):
+    """... as Lance fragments of the table in the index (named by no version until the commit),
+    with the domain facts of the rows (vdgr_core/indexing/domain_facts.py) when asked."""
+
+    def __init__(self, index_root: str, table: str, schema: pa.Schema, partition: Optional[Callable],
+                 max_rows: int, digest: bool, facts: Optional[Callable], replace: bool):
+        super().__init__(table, schema, partition, max_rows, digest)
+        self._root, self._facts, self._replace = index_root, facts, replace
+
+    def _written(self, part: tuple, table: pa.Table) -> dict:
+        out = {"kind": "fragments", "fragments": write_fragments(self._root, self._table, table,
+                                                                 replace=self._replace)}
+        if self._facts is not None:
+            out["facts"] = self._facts(table).to_json()
+        return out
 
 
 class StageRows(beam.PTransform):
@@ -117,6 +149,36 @@ class StageRows(beam.PTransform):
         return rows | "Write staged files" >> beam.ParDo(_StageRowsDoFn(*self._args))
 
 
+class WriteFragments(beam.PTransform):
+    """Rows (dicts) of index table ``table`` -> Lance fragments of that table, written where the
+    index lives by the worker that holds the rows (one ``fragments`` staged record per batch of
+    at most ``max_rows`` rows of a partition, naming them; the driver's commit names them in a
+    table version: vdgr_core/store/writer.py).
+
+    Parameters
+    ----------
+    schema:
+        The table's index schema: rows are written, and digested, exactly as LanceDB stores them.
+    partition:
+        ``row -> tuple``: rows of different partitions go to different fragments (the domain,
+        and for contents the BM25 sub-shard), and each record names its partition.
+    facts:
+        ``table -> DomainFacts`` of the rows, carried in the record and summed by the publish step.
+    replace:
+        The fragments will be the table's whole rows (a build's overwrite), whatever its schema
+        is now; else they are appended to its rows.
+    """
+
+    def __init__(self, index_root: str, table: str, schema: pa.Schema, *, partition: Optional[Callable] = None,
+                 max_rows: int = DEFAULT_MAX_ROWS, digest: bool = True, facts: Optional[Callable] = None,
+                 replace: bool = True):
+        super().__init__()
+        self._args = (index_root, table, schema, partition, max_rows, digest, facts, replace)
+
+    def expand(self, rows):
+        return rows | "Write fragments" >> beam.ParDo(_WriteFragmentsDoFn(*self._args))
+
+
 def read_staged_file(path: str) -> pa.Table:
     """The rows of one staged file."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
@@ -124,7 +186,9 @@ def read_staged_file(path: str) -> pa.Table:
 
 
 def _publish(_key, records, root: str = "") -> str:
-    """Rename the committed temporary files to their final names and write ``staged.json``."""
+    """Rename the committed temporary files to their final names and write ``staged.json``:
+    the files and the fragments of each table, its rows and per-domain digests, the domain
+    facts summed, and the other staged records (BM25 sub-shards, layouts)."""
     records = list(records)
     files = [r for r in records if r["kind"] == "file"]
     by_prefix: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -132,8 +196,6 @@ def _publish(_key, records, root: str = "") -> str:
         by_prefix[(r["prefix"], r["suffix"])].append(r)
     sources, destinations = [], []
     listing: dict[str, list[str]] = defaultdict(list)
-    rows: dict[str, int] = defaultdict(int)
-    digests: dict[str, dict[str, int]] = defaultdict(dict)
     for (prefix, suffix), group in sorted(by_prefix.items()):
         group.sort(key=lambda r: r["temp"])
         for i, r in enumerate(group):
@@ -142,14 +204,26 @@ def _publish(_key, records, root: str = "") -> str:
                 sources.append(r["temp"])
                 destinations.append(final)
             listing[r["table"]].append(final)
-            rows[r["table"]] += r["rows"]
-            digests[r["table"]] = dg.add(digests[r["table"]], {d: dg.from_hex(h) for d, h in r["digests"].items()})
     if sources:
         FileSystems.rename(sources, destinations)
-    others = sorted((r for r in records if r["kind"] != "file"), key=lambda r: json.dumps(r, sort_keys=True))
-    summary = {"files": {t: sorted(v) for t, v in listing.items()}, "rows": dict(rows),
+    fragments: dict[str, list[str]] = defaultdict(list)
+    rows: dict[str, int] = defaultdict(int)
+    digests: dict[str, dict[str, int]] = defaultdict(dict)
+    facts = DomainFacts()
+    for r in records:
+        if r["kind"] not in ("file", "fragments"):
+            continue
+        if r["kind"] == "fragments":
+            fragments[r["table"]] += r["fragments"]
+            facts.add(DomainFacts.from_json(r.get("facts", {})))
+        rows[r["table"]] += r["rows"]
+        digests[r["table"]] = dg.add(digests[r["table"]], {d: dg.from_hex(h) for d, h in r["digests"].items()})
+    others = sorted((r for r in records if r["kind"] not in ("file", "fragments")),
+                    key=lambda r: json.dumps(r, sort_keys=True))
+    summary = {"files": {t: sorted(v) for t, v in listing.items()},
+               "fragments": {t: sorted(v) for t, v in fragments.items()}, "rows": dict(rows),
                "digests": {t: {d: dg.to_hex(v) for d, v in sorted(m.items())} for t, m in digests.items()},
-               "records": others}
+               "facts": facts.to_json(), "records": others}
     path = FileSystems.join(root, STAGED_LIST)
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(json.dumps(summary, sort_keys=True).encode("utf-8"))
@@ -157,8 +231,9 @@ def _publish(_key, records, root: str = "") -> str:
 
 
 class PublishStaged(beam.PTransform):
-    """Staged records of any number of tables (and other pieces) -> published, listed in
-    ``<staging root>/staged.json``, in one step once every bundle has committed."""
+    """Staged records of any number of tables (files, fragments) and other pieces (BM25
+    sub-shards, layouts) -> published, listed in ``<staging root>/staged.json``, in one step
+    once every bundle has committed."""
 
     def __init__(self, root: str):
         super().__init__()

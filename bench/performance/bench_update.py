@@ -57,7 +57,7 @@ _WARM = r"""
 import json, sys, time
 from pipelines.run_update import run_update
 from schemas.config import BuildConfig, EmbeddingConfig
-from transforms.embed import process_embedder
+from vdgr_core.indexing.model_home import process_embedder
 config = BuildConfig(corpus=sys.argv[1], index=sys.argv[2], embedding=EmbeddingConfig(kind=sys.argv[3]))
 process_embedder(config.embedding)          # loaded, as in a running `vdgr watch`
 t0 = time.perf_counter()

@@ -84,3 +84,28 @@ def test_worker_processes_counts_reach_the_drivers_progress_lines(tmp_path):
         assert (snap.documents_parsed, snap.texts_queued, snap.texts_embedded) == (6, 20, 10)
     assert not os.path.exists(folder)
     assert progress.snapshot().documents_parsed == 1
+
+
+def test_index_segments_built_by_worker_processes_equal_the_ones_built_here(tmp_path):
+    """With every index due (thresholds lowered), the commit's index segments are built by the
+    runner's worker processes in a second pipeline (pipelines/index_segments.py) or, in process,
+    here; the driver trains the IVF centroids and names the segments. Both give the same rows
+    and build id, the same indexes, every row indexed."""
+    from pipelines.run_build import run_build
+    from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
+    from vdgr_core.store.table_indexes import SCALAR_INDEXES, VECTOR_INDEX
+
+    corpus = write_corpus(str(tmp_path / "corpus"), SMALL)
+    store = StoreConfig(scalar_index_min_rows=1, vector_index_min_rows=4, vector_rows_per_partition=64)
+    built = {}
+    for way, args in (("here", ["--runner=FnApiRunner"]), ("workers", MP)):
+        index = str(tmp_path / way)
+        report = run_build(BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"),
+                                       store=store), args)
+        reader = IndexReader(index)
+        indexes = {n: sorted(i.name for i in reader.table(n).list_indices()) for n in T.TABLES}
+        built[way] = (_digests(index), report.manifest.build_id, indexes, report.manifest.vector_indexes)
+    assert built["here"] == built["workers"]
+    digests, _, indexes, vectors = built["here"]
+    assert indexes[T.CONTENTS] == sorted([f"{c}_idx" for c in SCALAR_INDEXES[T.CONTENTS]] + [VECTOR_INDEX])
+    assert vectors[T.CONTENTS]["type"] == "IVF_SQ" and vectors[T.CONTENTS]["unindexed_rows"] == 0

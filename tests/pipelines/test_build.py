@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from pipelines.run_build import run_build
-from transforms import embed as embed_module
+from vdgr_core.indexing import model_home as embed_module
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
 from tests.support.corpus import SHARED_PARAGRAPH, write_corpus

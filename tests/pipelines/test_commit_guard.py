@@ -1,5 +1,6 @@
-"""Builds and updates hand their held index lock to the commit: a manifest that another writer
-committed meanwhile (bypassing the lock) makes the commit fail instead of being replaced."""
+"""Builds and updates hand their held index lock to the one commit (vdgr_core/store/writer.py): a
+manifest that another writer committed meanwhile (bypassing the lock) makes the commit fail
+instead of being replaced."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import pipelines.commit as commit_module
-import pipelines.delta_update as delta_module
+import vdgr_core.store.writer as writer_module
 from pipelines.run_build import run_build
 from pipelines.run_update import run_update
 from schemas.config import BuildConfig, EmbeddingConfig
@@ -45,7 +45,7 @@ def built(tmp_path):
 def test_a_build_fails_when_the_manifest_moved_under_its_lock(built, monkeypatch):
     corpus, index = built
     before = read_manifest(index).generation
-    _bypassing_writer(monkeypatch, commit_module, "append_batches_to_cache", index)
+    _bypassing_writer(monkeypatch, writer_module, "_append_cache", index)
     with pytest.raises(ConcurrentCommitError, match="changed during this commit"):
         run_build(_config(corpus, index))
     m = read_manifest(index)
@@ -58,7 +58,7 @@ def test_an_update_fails_when_the_manifest_moved_under_its_lock(built, monkeypat
     doc = Path(corpus) / "net" / "routers" / "v2" / "orbit.md"
     doc.write_text(doc.read_text(encoding="utf-8") + "\n\nA new paragraph about the reset button.\n",
                    encoding="utf-8")
-    _bypassing_writer(monkeypatch, delta_module, "append_to_cache", index)
+    _bypassing_writer(monkeypatch, writer_module, "_append_cache", index)
     with pytest.raises(ConcurrentCommitError, match="changed during this commit"):
         run_update(_config(corpus, index))
     m = read_manifest(index)

@@ -19,6 +19,7 @@ import pytest
 
 from pipelines.run_build import run_build
 from pipelines.run_update import run_update
+from vdgr_core.store.gc import collect_garbage
 from schemas import tables as T
 from tests.pipelines.test_update_property import _apply, _cfg, _snapshot
 from vdgr_core.store.failpoints import ENV, POINTS, TABLE_POINT
@@ -28,7 +29,9 @@ from vdgr_core.store.writer import table_digest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-LOCAL_POINTS = [p for p in POINTS if not p.startswith("store.")] + [TABLE_POINT.format(t) for t in T.TABLES]
+# store.fragments_written: a build's pipeline (in this process) or an update's driver writing fragments
+LOCAL_POINTS = ([p for p in POINTS if not p.startswith("store.")] + ["store.fragments_written"]
+                + [TABLE_POINT.format(t) for t in T.TABLES])
 CASES = ([("update", p) for p in LOCAL_POINTS]
          + [("index", p) for p in LOCAL_POINTS]
          + [("update-object-store", "store.folder_uploaded_without_marker"),
@@ -82,7 +85,7 @@ def crashed(tmp_path_factory):
         work[case] = index
     with ThreadPoolExecutor(max_workers=3) as pool:
         runs = dict(zip(CASES, pool.map(lambda c: _killed_run(c[0], new_corpus, work[c], c[1]), CASES)))
-    return {"new_corpus": new_corpus, "old": _snapshot(old), "new": _snapshot(new),
+    return {"new_corpus": new_corpus, "old_index": old, "old": _snapshot(old), "new": _snapshot(new),
             "old_digests": _digests(old), "new_digests": _digests(new), "work": work, "runs": runs}
 
 
@@ -113,3 +116,39 @@ def test_kill_at_failpoint_leaves_old_or_new_and_rerun_converges(crashed, case, 
             assert IndexLocation(index).exists(f"{folder}/{COMPLETE_MARKER}")
     else:
         assert _snapshot(index) == crashed["new"]
+
+
+def _data_files(index: str) -> dict[str, set[str]]:
+    """Every table's data files on disk, and those the versions the manifest names use."""
+    import lance
+
+    manifest = IndexReader(index).manifest
+    on_disk, named = set(), set()
+    for name, version in manifest.table_versions.items():
+        folder = os.path.join(index, "lance", f"{name}.lance")
+        data = os.path.join(folder, "data")
+        on_disk |= {f"{name}/{f}" for f in (os.listdir(data) if os.path.isdir(data) else [])}
+        ds = lance.dataset(folder, version=version)
+        named |= {f"{name}/{f.path}" for frag in ds.get_fragments() for f in frag.data_files()}
+    return {"on_disk": on_disk, "named": named}
+
+
+@pytest.mark.parametrize("command", ["index", "update"])
+def test_fragments_of_a_killed_writer_are_named_by_no_manifest_and_gc_removes_them(crashed, command, tmp_path):
+    """Killed while writing fragments: no version the manifest names uses them; a rerun equals a
+    clean build, and ``vdgr gc`` removes the orphaned data files."""
+    import datetime
+
+    index = str(tmp_path / "index")
+    shutil.copytree(crashed["old_index"], index)
+    run = _killed_run(command, crashed["new_corpus"], index, "store.fragments_written")
+    assert run.returncode == -signal.SIGKILL, run.stderr[-2000:]
+    orphans = _data_files(index)
+    assert orphans["on_disk"] - orphans["named"], "the killed run left no fragment behind"
+    assert _snapshot(index) == crashed["old"]
+    (run_build if command == "index" else run_update)(_cfg(crashed["new_corpus"], index))
+    assert _snapshot(index) == crashed["new"]
+    collect_garbage(index, keep=datetime.timedelta(0))
+    after = _data_files(index)
+    assert after["on_disk"] == after["named"]
+    assert _snapshot(index) == crashed["new"]

@@ -24,11 +24,11 @@ class _AsyncHashing:
 
 def test_the_first_documents_texts_reach_the_embedder_before_the_pipeline_is_built(tmp_path, monkeypatch):
     import pipelines.run_build as run_build_module
-    import transforms.embed as embed_module
+    import vdgr_core.indexing.model_home as embed_module
     from apache_beam.io.filesystems import FileSystems
     from pipelines.build import chunk_texts
     from schemas.records import DeadLetter
-    from transforms.embed import provided_embedder
+    from vdgr_core.indexing.model_home import provided_embedder
     from vdgr_core.corpus import scan_corpus
     from vdgr_core.embedding import embedder_identity
     from vdgr_core.indexing.document import load_document
@@ -55,7 +55,7 @@ def test_the_first_documents_texts_reach_the_embedder_before_the_pipeline_is_bui
     for task in scan_corpus(corpus).tasks:
         if len(want) >= 5:
             break
-        doc = load_document(task, cfg, FileSystems.open, FileSystems.join)
+        doc = load_document(task, cfg.slices.parse, FileSystems.open, FileSystems.join)
         if isinstance(doc, DeadLetter):
             continue
         want += [text for _key, text in chunk_texts(doc, model_id)]
@@ -73,4 +73,4 @@ def test_nothing_is_parsed_early_without_an_embedder_that_answers_later(tmp_path
     scan = scan_corpus(corpus)
     parsed = []
     monkeypatch.setattr(run_build_module, "load_document", lambda *a: parsed.append(a))
-    assert run_build_module.send_first_texts(cfg, scan, "model", 5) == 0 and parsed == []
+    assert run_build_module.send_first_texts(cfg.slices.parse, cfg.slices.embed, scan, "model", 5) == 0 and parsed == []

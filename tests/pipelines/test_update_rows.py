@@ -154,10 +154,10 @@ def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     monkeypatch.setattr(up, "read_bytes_limited", lambda open_fn, path, n: read.append(path) or real(open_fn, path, n))
     scan = scan_corpus(corpus)
     cfg = _cfg(corpus, index)
-    with_cache = current_fingerprints(scan, cfg, FileStatsCache(index))
+    with_cache = current_fingerprints(scan, cfg.limits, FileStatsCache(index))
     assert [p.rsplit("/", 1)[-1] for p in read] == ["doc04.md"]       # size and mtime changed
     read.clear()
-    assert current_fingerprints(scan, cfg) == with_cache                 # the same without the cache
+    assert current_fingerprints(scan, cfg.limits) == with_cache                 # the same without the cache
     assert len(read) == 10
 
 

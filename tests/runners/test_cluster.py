@@ -1,4 +1,4 @@
-"""`vdgr index`, `update` and `query` on a share-nothing cluster: two Beam worker pools in
+"""`vdgr index`, `update` and `query` on a share-nothing cluster: one and two Beam worker pools in
 separate processes (own cwd, HOME, TMPDIR, and a private /tmp where the kernel allows) that
 share nothing with the driver but a local S3 (moto's server), found by every component through
 the standard AWS environment variables. The index they build equals the in-process build of
@@ -113,31 +113,48 @@ def test_a_build_and_an_update_on_two_worker_pools_equal_the_in_process_build(cl
     assert os.listdir(tmp_path / "shard-cache")
 
 
+def _named_data_files(index: str, prefix: str) -> set[str]:
+    """The keys of the data files the versions the manifest names use."""
+    from vdgr_core.store.fragments import lance_module, table_uri
+    from vdgr_core.store.lance_store import storage_options
+
+    manifest = IndexReader(index).manifest
+    out = set()
+    for name, version in manifest.table_versions.items():
+        ds = lance_module().dataset(table_uri(index, name), version=version, storage_options=storage_options(index))
+        out |= {f"{prefix}/lance/{name}.lance/data/{f.path}" for frag in ds.get_fragments() for f in frag.data_files()}
+    return out
+
+
+# a worker stopped for good (then its pool killed) while it uploads a BM25 shard's files, or right
+# after it wrote Lance fragments of a table that no version names yet
+@pytest.mark.parametrize("point", ["store.folder_uploaded_without_marker", "store.fragments_written"])
 def test_a_worker_pool_killed_mid_build_fails_the_job_and_a_rerun_completes(cluster, driver_env, tmp_path,
-                                                                           capsys):
+                                                                           capsys, point):
     s3, pools = cluster.s3, cluster.pools
     client = s3.client()
     files = {k: v for k, v in FILES.items() if k.startswith("net/")}
     corpus = write_corpus(str(tmp_path / "corpus"), files)
-    upload_folder(client, BUCKET, "fault/corpus", corpus)
-    index = f"s3://{BUCKET}/fault/index"
-    source = [f"s3://{BUCKET}/fault/corpus", "--index", index, *HASHING]
+    upload_folder(client, BUCKET, f"fault-{point}/corpus", corpus)
+    index = f"s3://{BUCKET}/fault-{point}/index"
+    source = [f"s3://{BUCKET}/fault-{point}/corpus", "--index", index, *HASHING]
     # the issue's command as it stands: the job service embedded in the driver, one pool
     assert main(["index", *source, *external_flags(pools[0].address)]) == 0
-    committed, manifests = _digests(index), _keys(client, "fault/index/manifest")
+    committed, manifests = _digests(index), _keys(client, f"fault-{point}/index/manifest")
+    assert committed == _local_build(corpus, str(tmp_path / "local-before"))     # one pool == in process
 
     added = {"net/routers/v1/lights.md": "# Status lights\n\n## Amber\n\nAmber means the radio restarts.\n"}
     write_corpus(corpus, added)
-    client.put_object(Bucket=BUCKET, Key="fault/corpus/net/routers/v1/lights.md",
+    client.put_object(Bucket=BUCKET, Key=f"fault-{point}/corpus/net/routers/v1/lights.md",
                       Body=added["net/routers/v1/lights.md"].encode())
 
-    # Two pools whose SDK workers stop for good when they have uploaded a BM25 shard's files
-    # (before its completion marker), after writing a marker object; the first to get there is
-    # killed whole (pool and workers: SIGKILL to its process group), as a lost host would be.
+    # Two pools whose SDK workers stop for good at ``point``, after writing a marker object; the
+    # first to get there is killed whole (pool and workers: SIGKILL to its process group), as a
+    # lost host would be.
     root = tmp_path / "faulty"
     faulty = [WorkerPool(str(root / f"pool{i}"), {
-        **s3.env(), "VDGR_FAILPOINT": "store.folder_uploaded_without_marker",
-        "VDGR_FAILPOINT_MARKER": f"s3://{BUCKET}/fault/markers/pool{i}"}).start() for i in range(2)]
+        **s3.env(), "VDGR_FAILPOINT": point,
+        "VDGR_FAILPOINT_MARKER": f"s3://{BUCKET}/fault-{point}/markers/pool{i}"}).start() for i in range(2)]
     outcome: dict[str, object] = {}
 
     def build():
@@ -157,7 +174,7 @@ def test_a_worker_pool_killed_mid_build_fails_the_job_and_a_rerun_completes(clus
             # shard and one worker at the point; were there two, both pools would go)
             while t.is_alive() and time.monotonic() < deadline:
                 for i in range(2):
-                    if i not in killed and object_exists(client, BUCKET, f"fault/markers/pool{i}"):
+                    if i not in killed and object_exists(client, BUCKET, f"fault-{point}/markers/pool{i}"):
                         faulty[i].kill()
                         killed.append(i)
                 time.sleep(0.05)
@@ -169,9 +186,14 @@ def test_a_worker_pool_killed_mid_build_fails_the_job_and_a_rerun_completes(clus
     err = capsys.readouterr().err
     assert outcome == {"rc": 2}, outcome          # a typed error, said clearly, no traceback
     assert re.search(r"vdgr index: error: Pipeline \S+ failed in state FAILED.*nothing was committed", err), err
-    # no manifest names the partial build
+    # no manifest names the partial build, nor any fragment it wrote
     assert _digests(index) == committed
-    assert _keys(client, "fault/index/manifest") == manifests
+    assert _keys(client, f"fault-{point}/index/manifest") == manifests
+    data = {k for k in _keys(client, f"fault-{point}/index/lance/") if "/data/" in k}
+    named = _named_data_files(index, f"fault-{point}/index")
+    assert named <= data
+    if point == "store.fragments_written":
+        assert data - named, "the killed worker left no fragment"
 
     capsys.readouterr()
     assert main(["index", *source, *cluster.two_workers]) == 0

@@ -25,7 +25,7 @@ def test_a_killed_runs_journal_is_added_to_the_cache_and_removed(tmp_path):
     for journal, texts in ((killed, ["one", "two", "three"]), (running, ["four"])):
         with EmbedderProcess(HASHING, journal=journal) as child:
             child.embed(texts)
-    assert adopt_journals(config) == 3
+    assert adopt_journals(config.slices.embed) == 3
     assert connect(index).open_table(T.EMBEDDING_CACHE).count_rows() == 3
     assert not os.path.exists(killed) and os.path.exists(running)
-    assert adopt_journals(config) == 0
+    assert adopt_journals(config.slices.embed) == 0

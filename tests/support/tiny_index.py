@@ -20,7 +20,7 @@ from vdgr_core.entities import entity_importance, extract_terms
 from vdgr_core.sentences import split_sentences
 from vdgr_core.store.manifest import DomainInfo
 from vdgr_core.store.tantivy_shard import build_shard, subshard_of
-from vdgr_core.store.writer import commit_index
+from tests.support.commit_tables import commit_tables
 
 DIM = 64
 SECRET_TITLE = "Salary Bands"
@@ -213,7 +213,7 @@ def build_tiny_index(index_dir: str, docs=DOCS, descriptions=DESCRIPTIONS) -> st
             versions=tuple(sorted({d.version for d in dd})),
             collections=tuple(sorted({d.collection for d in dd})),
             n_documents=len(dd), n_chunks=n_chunks[dom]))
-    commit_index(index_dir, tables, shards, embedding_model=emb.model_id, dim=DIM, domains=infos)
+    commit_tables(index_dir, tables, shards, embedding_model=emb.model_id, dim=DIM, domains=infos)
     return index_dir
 
 

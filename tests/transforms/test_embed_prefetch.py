@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from schemas.config import EmbeddingConfig
-from transforms.embed import EmbeddingPrefetcher
+from vdgr_core.indexing.model_home import EmbeddingPrefetcher
 from vdgr_core.embedding import make_embedder
 
 HASHING = EmbeddingConfig(kind="hashing", dim=32)
@@ -54,7 +54,7 @@ def test_a_build_with_texts_sent_ahead_equals_one_without(tmp_path, monkeypatch)
     from schemas import tables as T
     from schemas.config import BuildConfig
     from tests.support.corpus import write_corpus
-    from transforms.embed import provided_embedder
+    from vdgr_core.indexing.model_home import provided_embedder
     from vdgr_core.embedding_process import EmbedderProcess
     from vdgr_core.store.reader import IndexReader
     from vdgr_core.store.writer import table_digest
@@ -72,7 +72,7 @@ def test_a_build_with_texts_sent_ahead_equals_one_without(tmp_path, monkeypatch)
         return vec
 
     monkeypatch.setattr(EmbeddingPrefetcher, "take", counting_take)
-    import transforms.embed as embed_module
+    import vdgr_core.indexing.model_home as embed_module
     monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
     with EmbedderProcess(HASHING) as child, provided_embedder(HASHING, child):
         report = run_build(ahead)
@@ -82,7 +82,7 @@ def test_a_build_with_texts_sent_ahead_equals_one_without(tmp_path, monkeypatch)
 
 
 def test_a_text_met_again_after_its_vector_was_taken_is_not_sent_again():
-    from transforms.embed import _MEMO
+    from vdgr_core.indexing.model_home import _MEMO
 
     emb = _AsyncHashing()
     pre = EmbeddingPrefetcher(emb, _Cache(set()), window=1)
@@ -151,7 +151,8 @@ def test_batches_are_taken_only_behind_a_request_sent_after_them(tmp_path, monke
     """The child embeds the newest request while the pipeline makes the next batches; no
     request but the last is smaller than MIN_REQUEST."""
     from schemas.config import BuildConfig
-    from transforms.embed import _EmbedBatchesDoFn, prefetcher_for, provided_embedder
+    from transforms.embed import _EmbedBatchesDoFn
+    from vdgr_core.indexing.model_home import BatchEmbedding, prefetcher_for, provided_embedder
     from vdgr_core.embedding import embedding_key
 
     events = []
@@ -167,12 +168,12 @@ def test_batches_are_taken_only_behind_a_request_sent_after_them(tmp_path, monke
     real_take = EmbeddingPrefetcher.take
     monkeypatch.setattr(EmbeddingPrefetcher, "take",
                         lambda self, key: (events.append(("take", key)), real_take(self, key))[1])
-    monkeypatch.setattr(_EmbedBatchesDoFn, "MIN_REQUEST", 6)
+    monkeypatch.setattr(BatchEmbedding, "MIN_REQUEST", 6)
     cfg = BuildConfig(corpus=str(tmp_path), index=str(tmp_path / "index"), embedding=HASHING)
     emb = Busy()
     with provided_embedder(HASHING, emb):
-        pre = prefetcher_for(cfg)
-        dofn = _EmbedBatchesDoFn(cfg, lambda item, vec: (item, vec), buffer_size=2)
+        pre = prefetcher_for(cfg.slices.embed)
+        dofn = _EmbedBatchesDoFn(cfg.slices.embed, lambda item, vec: (item, vec), buffer_size=2)
         dofn.setup()
         dofn.start_bundle()
         rows = []
@@ -200,7 +201,7 @@ def test_directories_are_summarized_before_the_build_waits_for_chunk_vectors(tmp
     from schemas import tables as T
     from schemas.config import BuildConfig
     from tests.support.corpus import write_corpus
-    from transforms.embed import provided_embedder
+    from vdgr_core.indexing.model_home import provided_embedder
     from vdgr_core.embedding import embedding_key
     from vdgr_core.embedding_process import EmbedderProcess
     from vdgr_core.indexing.rows import content_embedding_text
@@ -215,7 +216,7 @@ def test_directories_are_summarized_before_the_build_waits_for_chunk_vectors(tmp
     monkeypatch.setattr(EmbeddingPrefetcher, "take",
                         lambda self, key: (events.append(("take", key)), real_take(self, key))[1])
     monkeypatch.setattr(run_build_module, "runs_in_this_process", lambda _options: embed_last)
-    import transforms.embed as embed_module
+    import vdgr_core.indexing.model_home as embed_module
     monkeypatch.setattr(embed_module, "_MEMO", embed_module.VectorMemo())   # as in a new process
     cfg = BuildConfig(corpus=corpus, index=str(tmp_path / "index"), embedding=HASHING)
     with EmbedderProcess(HASHING) as child, provided_embedder(HASHING, child):

@@ -16,7 +16,7 @@ from schemas.config import BuildConfig, EmbeddingConfig
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.indexing.per_document import DocumentTree, pack_tree, unpack_tree
 from schemas.tables import COOCCURS
-from transforms.directories import SummarizeDirectories
+from transforms.directories import SummarizeDirectoriesByLevel
 from transforms.documents import SKIPPED, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
@@ -61,7 +61,7 @@ def test_parse_documents_splits_good_and_dead(tmp_path):
     (tmp_path / "d" / "empty.md").write_text("")
     tasks = [DocumentTask(str(tmp_path), f"d/{n}", "d", "", (), DocMeta()) for n in ("good.md", "empty.md")]
     with _pipeline() as p:
-        out = p | beam.Create(tasks) | ParseDocuments(_cfg(tmp_path))
+        out = p | beam.Create(tasks) | ParseDocuments(_cfg(tmp_path).slices.parse)
         assert_that(out.documents | "titles" >> beam.Map(lambda d: (d.task.rel_path, d.title)),
                     equal_to([("d/good.md", "Title")]), label="good")
         assert_that(out[DEAD_LETTER] | "reasons" >> beam.MapTuple(lambda d, t: (d.rel_path, d.reason, t.rel_path)),
@@ -185,7 +185,8 @@ def test_level_by_level_summaries_equal_one_pass_over_the_domain(tmp_path):
         merged, [c for cs in chunks.values() for c in cs], max_chars=600)}
     with _pipeline() as p:
         out = ((p | "trees" >> beam.Create(trees), p | "folders" >> beam.Create(folders))
-               | SummarizeDirectories(_cfg(tmp_path), max_folder_level=2))
+               | SummarizeDirectoriesByLevel(_cfg(tmp_path).slices.summaries, max_folder_level=2)
+               | beam.Flatten())
         assert_that(out | beam.Map(lambda n: (n.node_id, (n.summary, n.sources))),
                     equal_to(sorted(expected.items())))
 
@@ -202,7 +203,7 @@ def test_embed_in_batches_embeds_each_text_once_and_makes_every_row(tmp_path):
     vec = {t: [round(float(x), 6) for x in embed([t])[0]] for t in ("alpha beta", "gamma")}
     items = [("k1", "alpha beta", "x"), ("k1", "alpha beta", "y"), ("k2", "gamma", "z")]
     with _pipeline() as p:
-        out = p | beam.Create(items) | EmbedInBatches(cfg, _row, buffer_size=2)
+        out = p | beam.Create(items) | EmbedInBatches(cfg.slices.embed, _row, buffer_size=2)
         assert_that(out.rows | "rows" >> beam.Map(lambda r: (r["item"], r["vector"] == vec[
             "gamma" if r["item"] == "z" else "alpha beta"])),
             equal_to([("x", True), ("y", True), ("z", True)]), label="rows")

@@ -176,10 +176,18 @@ def test_an_update_patches_the_previous_layout_and_equals_a_rebuild(tmp_path, mo
     assert updated.layouts["hr"] == hr_before                # an untouched domain keeps its folder
 
 
-def test_small_tables_are_read_whole_once_and_give_the_same_layouts(tmp_path, monkeypatch):
+def test_layouts_read_from_the_tables_whole_or_filtered_equal_the_workers_layouts(tmp_path, monkeypatch):
+    """The build's workers make each layout from its domain's fragments; an update reads a domain
+    without a usable layout from the tables, whole when they are small, filtered by domain when
+    large: all three give the same folders."""
     from vdgr_core.store import layout_build
 
     corpus = write_corpus(str(tmp_path / "corpus"))
+    index = str(tmp_path / "index")
+    run_build(BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing")))
+    reader = IndexReader(index)
+    built = reader.manifest.layouts
+    tables = {n: reader.table(n) for n in ("contents", "directories", "entities", "edges")}
     reads = defaultdict(int)
 
     def counted(way, name):
@@ -190,17 +198,17 @@ def test_small_tables_are_read_whole_once_and_give_the_same_layouts(tmp_path, mo
             return real(*args, **kwargs)
         return read
 
+    out = {}
     for way in ("whole", "filtered"):
         for name in ("read_domain_rows", "read_tables_whole"):
             monkeypatch.setattr(layout_build, name, counted(way, name))
         # 3 domains: read whole from 1 domain on, filtered once the tables count as large
         monkeypatch.setattr(layout_build, "WHOLE_READ_MIN_DOMAINS", 1 if way == "whole" else 4)
         monkeypatch.setattr(layout_build, "WHOLE_READ_BYTES", 1 << 30 if way == "whole" else 0)
-        run_build(BuildConfig(corpus=corpus, index=str(tmp_path / way), embedding=EmbeddingConfig(kind="hashing")))
+        out[way] = layout_build.write_layouts(tables, str(tmp_path / way), sorted(built))
         monkeypatch.undo()
     assert dict(reads) == {("whole", "read_tables_whole"): 1, ("filtered", "read_domain_rows"): 3}
-    whole, filtered = IndexReader(str(tmp_path / "whole")).manifest, IndexReader(str(tmp_path / "filtered")).manifest
-    assert whole.layouts == filtered.layouts and set(whole.layouts) == {"hr", "net", "specs"}
+    assert out["whole"] == out["filtered"] == built and set(built) == {"hr", "net", "specs"}
 
 
 def test_rows_split_by_domain_keep_every_row_with_a_domain():

@@ -7,7 +7,7 @@ import pyarrow as pa
 from pipelines.run_build import run_build
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
-from transforms import embed
+from vdgr_core.indexing import model_home as embed
 from tests.support.corpus import write_corpus
 from vdgr_core.indexing.embed_cache import (EmbeddingCache, _FirstOffers, append_batches_to_cache,
                                             append_to_cache)

@@ -99,7 +99,7 @@ def test_load_document_gives_a_document_or_a_dead_letter(fmt, data):
     raw = data.draw(st.one_of(st.sampled_from(["utf-8", "utf-16", "latin-1"]).map(
         lambda enc: text.encode(enc, errors="replace")), st.binary(max_size=600)), label="bytes")
     with watchdog():
-        out = load_document(_task(fmt), CONFIG, _open_bytes(raw), lambda *parts: "/".join(parts))
+        out = load_document(_task(fmt), CONFIG.slices.parse, _open_bytes(raw), lambda *parts: "/".join(parts))
     assert isinstance(out, (IndexedDocument, DeadLetter))
     if isinstance(out, DeadLetter):
         assert DeadLetterReason(out.reason) in REASONS and out.detail
@@ -189,7 +189,7 @@ def test_pdf_and_docx_bytes_give_a_document_or_a_dead_letter(ext, data):
     raw = _mutated(raw, data)
     with watchdog():
         out = load_document(_binary_task(ext), CONFIG.model_copy(update={"limits": LimitsConfig(
-            max_file_bytes=1 << 20, max_sections_per_doc=50)}), _open_bytes(raw), lambda *parts: "/".join(parts))
+            max_file_bytes=1 << 20, max_sections_per_doc=50)}).slices.parse, _open_bytes(raw), lambda *parts: "/".join(parts))
     assert isinstance(out, (IndexedDocument, DeadLetter))
     if isinstance(out, DeadLetter):
         assert DeadLetterReason(out.reason) in REASONS and out.detail

@@ -75,33 +75,31 @@ def test_an_error_in_the_block_puts_nothing_in_place_and_leaves_no_temporary_fil
     assert not os.path.exists(tmp) and published == [] and not pending.published
 
 
-def test_a_build_commits_every_domains_layout_with_one_syncfs(tmp_path, durability_calls, monkeypatch):
-    """Three domains' layouts and blocks (over SYNCFS_MIN_FILES files) become durable in one
-    system call, not one folder at a time."""
+def test_layouts_written_together_are_made_durable_with_one_syncfs(tmp_path, durability_calls, monkeypatch):
+    """Three domains' layouts and blocks (over SYNCFS_MIN_FILES files) that one process writes
+    from the tables (an update's driver) become durable in one system call, not one folder at a
+    time; a build's workers write one domain each, each with its own."""
     from pipelines.run_build import run_build
     from schemas.config import BuildConfig, EmbeddingConfig
     from tests.support.corpus import write_corpus
     from vdgr_core.store import layout_build
+    from vdgr_core.store.reader import IndexReader
 
     if not sys.platform.startswith("linux"):
         pytest.skip("syncfs is Linux's")
-    during = []
-    real = layout_build.write_layouts
-
-    def counted(*args, **kwargs):
-        before = dict(durability_calls)
-        try:
-            return real(*args, **kwargs)
-        finally:
-            during.append({k: durability_calls[k] - before[k] for k in before})
-
     monkeypatch.setattr(location, "SYNCFS_MIN_FILES", 8)       # a domain here writes fewer than 64
-    monkeypatch.setattr("pipelines.commit.write_layouts", counted)
     corpus = write_corpus(str(tmp_path / "corpus"))
+    before = dict(durability_calls)
     run_build(BuildConfig(corpus=corpus, index=str(tmp_path / "index"), embedding=EmbeddingConfig(kind="hashing")))
-    layouts = os.listdir(tmp_path / "index" / "layout")
+    assert durability_calls["syncfs"] - before["syncfs"] == 3           # one a domain
+    reader = IndexReader(str(tmp_path / "index"))
+    tables = {n: reader.table(n) for n in ("contents", "directories", "entities", "edges")}
+    before = dict(durability_calls)
+    layout_build.write_layouts(tables, str(tmp_path / "again"), sorted(reader.manifest.layouts))
+    during = {k: durability_calls[k] - before[k] for k in before}
+    layouts = os.listdir(tmp_path / "again" / "layout")
     assert sorted(layouts) == ["hr", "net", "specs"]
-    assert not [n for d in layouts for n in os.listdir(tmp_path / "index" / "layout" / d) if n.startswith(".")]
+    assert not [n for d in layouts for n in os.listdir(tmp_path / "again" / "layout" / d) if n.startswith(".")]
     # one syncfs for every file, then the blocks' folders (a domain's content and directory
     # blocks share one) after their renames
-    assert during == [{"syncfs": 1, "fsync": 3}]
+    assert during == {"syncfs": 1, "fsync": 3}

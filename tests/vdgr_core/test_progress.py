@@ -48,7 +48,7 @@ def test_reporting_restarts_the_counts_and_stops_its_thread():
 
 
 def test_a_build_counts_every_document_and_embedded_text(tmp_path, monkeypatch):
-    import transforms.embed as embed_module
+    import vdgr_core.indexing.model_home as embed_module
     from pipelines.run_build import run_build
     from schemas.config import BuildConfig, EmbeddingConfig
     from tests.support.corpus import write_corpus
@@ -68,7 +68,7 @@ def test_a_build_counts_every_document_and_embedded_text(tmp_path, monkeypatch):
 def test_an_update_counts_its_arriving_documents_and_the_texts_it_embeds(tmp_path, monkeypatch):
     import os
 
-    import transforms.embed as embed_module
+    import vdgr_core.indexing.model_home as embed_module
     from pipelines.run_build import run_build
     from pipelines.run_update import run_update
     from schemas.config import BuildConfig, EmbeddingConfig

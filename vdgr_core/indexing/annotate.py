@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
 
+from schemas.config import AnnotateSettings
 from schemas.records import Chunk, Term
 from vdgr_core.cooccurrence import mention_statistics
 from vdgr_core.entities import extract_terms, normalize_term, title_terms
@@ -179,3 +180,30 @@ def annotate_or_fall_back(chunk: Chunk, client: Optional[object], *, max_terms: 
         offline = annotate_offline(chunk, max_terms=max_terms, summary_sentences=summary_sentences,
                                    summary_max_chars=summary_max_chars, title_entities=title_entities)
         return AnnotationOutcome(offline, str(exc) or type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class AnnotatedChunks:
+    """A run of chunks annotated: each one's annotation, and the chunks whose LLM call failed
+    for good with the reason (annotated offline instead)."""
+
+    annotated: tuple[AnnotatedChunk, ...]
+    fallbacks: tuple[tuple[Chunk, str], ...]
+
+
+def annotate_chunks(chunks: Sequence[Chunk], client: Optional[object], settings: AnnotateSettings) -> AnnotatedChunks:
+    """Annotate ``chunks`` (one document's, or several documents' in order) with ``client``
+    (None: offline), falling back to the offline annotation where the LLM fails for good; the
+    first chunk of each section gets its title's terms first when ``settings.title_entities``.
+    The one annotation loop of the build's workers and the update's driver."""
+    heads = section_heads(chunks)
+    annotated, fallbacks = [], []
+    for chunk in chunks:
+        outcome = annotate_or_fall_back(chunk, client, max_terms=settings.max_terms,
+                                        summary_sentences=settings.summary_sentences,
+                                        summary_max_chars=settings.summary_max_chars,
+                                        title_entities=settings.title_entities and chunk.chunk_id in heads)
+        if outcome.fallback_reason is not None:
+            fallbacks.append((chunk, outcome.fallback_reason))
+        annotated.append(outcome.annotated)
+    return AnnotatedChunks(tuple(annotated), tuple(fallbacks))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from schemas.config import BuildConfig
+from schemas.config import ParseSettings
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import Chunk, DeadLetter, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.chunking import chunk_document
@@ -29,7 +29,7 @@ class IndexedDocument:
     secret_findings: tuple = ()
 
 
-def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> IndexedDocument:
+def process_document(task: DocumentTask, data: bytes, parse: ParseSettings) -> IndexedDocument:
     """Decode (text formats), mask credentials in, parse and chunk ``data`` (the bytes of ``task``'s file).
 
     Credentials are masked before parsing (and once more in the parsed text), so every row
@@ -48,22 +48,22 @@ def process_document(task: DocumentTask, data: bytes, config: BuildConfig) -> In
     if is_binary_format(fmt):
         raw, early = "", ()
     else:
-        raw = decode_document(data, config.limits.max_file_bytes)
+        raw = decode_document(data, parse.limits.max_file_bytes)
         masked = mask_raw(raw, markup=fmt == "html")
         early = masked.findings
     try:
         if is_binary_format(fmt):
-            parsed, late = mask_parsed(parse_bytes(data, fmt, fallback, config.limits.max_file_bytes), raw)
+            parsed, late = mask_parsed(parse_bytes(data, fmt, fallback, parse.limits.max_file_bytes), raw)
         else:
             parsed, late = mask_parsed(parse_document(masked.text, fmt, fallback), raw)
     except DocumentError:
         raise
     except Exception as e:  # a parser bug must not stop the build: dead-letter it, typed
         raise DocumentError(DeadLetterReason.PARSE_ERROR, f"{type(e).__name__}: {e}") from e
-    if len(parsed.sections) > config.limits.max_sections_per_doc:
+    if len(parsed.sections) > parse.limits.max_sections_per_doc:
         raise DocumentError(DeadLetterReason.TOO_LARGE,
-                            f"{len(parsed.sections)} sections > {config.limits.max_sections_per_doc}")
-    chunked = chunk_document(task, parsed, config.chunking)
+                            f"{len(parsed.sections)} sections > {parse.limits.max_sections_per_doc}")
+    chunked = chunk_document(task, parsed, parse.chunking)
     if not chunked.chunks:
         raise DocumentError(DeadLetterReason.NO_CONTENT, "the document has no text to index")
     return IndexedDocument(
@@ -95,7 +95,7 @@ def read_bytes_limited(open_fn: Callable, path: str, max_bytes: int) -> bytes:
         return f.read(max_bytes + 1)
 
 
-def load_document(task: DocumentTask, config: BuildConfig, open_fn: Callable,
+def load_document(task: DocumentTask, parse: ParseSettings, open_fn: Callable,
                   join_fn: Callable[..., str]) -> "IndexedDocument | DeadLetter":
     """Read ``task``'s file (through ``open_fn``) and process it; a failure becomes its DeadLetter.
 
@@ -105,9 +105,9 @@ def load_document(task: DocumentTask, config: BuildConfig, open_fn: Callable,
     try:
         try:
             data = read_bytes_limited(open_fn, join_fn(task.corpus_root, *task.rel_path.split("/")),
-                                      config.limits.max_file_bytes)
+                                      parse.limits.max_file_bytes)
         except OSError as e:
             raise DocumentError(DeadLetterReason.READ_ERROR, str(e)) from e
-        return process_document(task, data, config)
+        return process_document(task, data, parse)
     except DocumentError as e:
         return dead_letter_for(task, data, e)

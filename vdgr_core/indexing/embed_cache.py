@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas import tables as T
 from vdgr_core.embedding import embedding_key
@@ -148,6 +149,19 @@ def append_to_cache(index_uri: str, rows: pa.Table, dim: int) -> int:
     return rows.num_rows
 
 
+def new_cache_rows(index_uri: str, rows: pa.Table, dim: int) -> pa.Table:
+    """The (key, vector) rows of ``rows`` whose key the cache does not hold, each key once: what
+    a commit adds to the cache."""
+    rows = rows.cast(T.embedding_cache_schema(dim))
+    first = _FirstOffers()
+    rows = pa.Table.from_pylist([], schema=rows.schema) if rows.num_rows == 0 else pa.Table.from_batches(
+        [first.select(b) for b in rows.to_batches()], schema=rows.schema)
+    held = set(EmbeddingCache(index_uri).lookup(rows.column("key").to_pylist())) if rows.num_rows else set()
+    if held:
+        rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), value_set=pa.array(sorted(held), pa.string()))))
+    return rows
+
+
 def append_batches_to_cache(index_uri: str, batches, dim: int) -> int:
     """Add (key, vector) rows, streamed from record batches, to the cache table: each key the
     cache does not hold yet, once; returns the distinct keys offered."""
@@ -198,5 +212,5 @@ def _keep_key_index(table) -> None:
         table.create_index("key", config=BTree(), name="key_idx", replace=True)
 
 
-__all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "append_batches_to_cache", "embedding_key",
+__all__ = ["EmbeddingCache", "embed_with_cache", "append_to_cache", "append_batches_to_cache", "new_cache_rows", "embedding_key",
            "LOOKUP_CACHE_BYTES"]

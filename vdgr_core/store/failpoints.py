@@ -9,6 +9,9 @@ rerun converges to a full build.
 
 The points, in commit order (ARCHITECTURE.md, commit protocol):
 
+``store.fragments_written``
+    a worker (or an update's driver) has written Lance fragments of a table that no version
+    names yet.
 ``commit.staged``
     the pipeline (or the update's driver) has staged every row; nothing of the index changed.
 ``commit.shards_published``
@@ -18,10 +21,10 @@ The points, in commit order (ARCHITECTURE.md, commit protocol):
 ``commit.layouts_published``
     the query layouts of the domains are published (whole, under their digest); the manifest
     does not name them yet.
+``commit.table_written.<table>``
+    that LanceDB table has its new version (one metadata-only commit naming its fragments).
 ``commit.cache_written``
     the embedding cache has the new vectors (a cache: never read through the manifest).
-``commit.table_written.<table>``
-    that LanceDB table has its new version (tables are written in parallel).
 ``commit.manifest_before_rename``
     the new manifest is written and fsynced under a temporary name, not yet renamed.
 ``commit.manifest_written``
@@ -41,7 +44,7 @@ import threading
 ENV = "VDGR_FAILPOINT"
 MARKER_ENV = "VDGR_FAILPOINT_MARKER"
 
-POINTS = ("commit.staged", "commit.shards_published", "store.folder_uploaded_without_marker",
+POINTS = ("store.fragments_written", "commit.staged", "commit.shards_published", "store.folder_uploaded_without_marker",
           "commit.layouts_published", "commit.cache_written",
           "commit.manifest_before_rename", "commit.manifest_written")
 TABLE_POINT = "commit.table_written.{}"

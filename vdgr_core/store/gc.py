@@ -2,7 +2,8 @@
 
 Every build and update adds LanceDB table versions and may publish new tantivy shard folders;
 a crash can leave a staging folder or a half-built shard. ``collect_garbage`` removes, when
-older than ``keep``: LanceDB versions other than the ones the current manifest names, shard
+older than ``keep``: LanceDB versions other than the ones the current manifest names (and the
+data files of fragments no version names, whatever their age: a crashed worker's), shard
 and layout folders (and format 2 graph folders) the manifest does not name, vector block files
 (``vectors/``) none of its layouts names, leftover ``.building-*`` shards and ``_staging`` runs.
 ``keep`` is the grace period for readers still pinned to an older manifest. LanceDB's
@@ -83,7 +84,10 @@ def _collect_locked(index_dir: str, keep: _dt.timedelta, lock: IndexLock) -> GcR
         before = len(table.list_versions())
         with warnings.catch_warnings():  # the grace period is the caller's explicit choice
             warnings.simplefilter("ignore", UserWarning)
-            table.optimize(cleanup_older_than=keep)   # also compacts small fragments
+            # also compacts small fragments; ``delete_unverified``: data files no version names
+            # (a crashed or retried worker's fragments) go too, whatever their age: no other
+            # writer works on the index while this one holds its lock
+            table.optimize(cleanup_older_than=keep, delete_unverified=True)
         versions += max(0, before - len(table.list_versions()))
         if name in manifest.table_versions and table.version != manifest.table_versions[name]:
             compacted[name] = table.version   # compaction committed a version with the same rows

@@ -61,11 +61,17 @@ def storage_options(uri: str) -> dict[str, str]:
 
 
 def has_table(db, name: str) -> bool:
-    """True when the database holds table ``name`` (follows pagination)."""
+    """True when the database holds table ``name`` with a committed version (follows
+    pagination). A table folder that holds only fragments no version names yet (a build's
+    workers wrote them; its commit never came) is no table."""
     token = None
     while True:
         page = db.list_tables(page_token=token) if token else db.list_tables()
         if name in page.tables:
+            try:
+                db.open_table(name)
+            except ValueError:
+                return False
             return True
         token = page.page_token
         if not token:

@@ -1,12 +1,13 @@
 """Build a domain's query layout (vdgr_core/store/domain_layout.py) from its rows.
 
 ``assemble`` is a plain function of one domain's normalized rows (vdgr_core/store/layout_rows.py)
-and its entity vectors. A build reads every domain's rows from LanceDB one domain at a time (a
-filter on ``domain``, answered by its bitmap index once a table is large), so the driver holds
-one domain's rows, never a whole large table; tables of at most ``WHOLE_READ_BYTES`` are read
-once and split by domain instead, since each filtered read has a fixed cost. An update starts
-from each changed domain's previous layout and applies its delta, so the rows of unchanged
-documents are not read again (:func:`write_layouts`).
+and its entity vectors. A build's worker gets one domain's rows (the fragments its pipeline
+wrote, transforms/layouts.py) and publishes that domain's layout (:func:`layout_of_rows`). An
+update, in its driver, starts from each changed domain's previous layout and applies its delta,
+so the rows of unchanged documents are not read again; a domain without a usable previous
+layout is read from the tables the previous manifest names (one domain at a time, a filter on
+``domain``; tables of at most ``WHOLE_READ_BYTES`` are read once and split by domain instead,
+since each filtered read has a fixed cost) and gets the delta too (:func:`write_layouts`).
 """
 from __future__ import annotations
 
@@ -424,52 +425,94 @@ def _read_ahead(domains: list[str], read: Callable[[str], object]) -> Iterator[t
             yield domain, got.pop()            # this frame keeps no reference to the rows
 
 
+def publish_domain_layout(index_root: str, domain: str, rows: DomainRows, entity_vectors: Mapping[str, np.ndarray],
+                          options: LayoutOptions, pending: PendingPublish) -> Optional[LayoutRef]:
+    """Build the layout of ``domain`` from its normalized ``rows`` and entity vectors, write its
+    vector blocks and folder (put in place by ``pending``); None for a domain without rows."""
+    if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
+        return None
+    arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, entity_vectors), options)
+    del rows
+    meta["vector_blocks"] = {}
+    for kind, (row_vectors, assignment) in sorted(blocks.items()):
+        done = write_blocks(index_root, domain, row_vectors, assignment, pending)
+        meta["vector_blocks"][kind] = {"dim": int(row_vectors.shape[1]), "blocks": done.names}
+        _log.debug("%s %s vectors: %d blocks written, %d kept", domain, kind, done.written, done.reused)
+    del blocks
+    ref = publish_layout(index_root, domain, arrays, stores, meta, pending)
+    _log.debug("layout of %s: %s", domain, ref.folder)
+    return ref
+
+
+def layout_columns(name: str, schema: pa.Schema, options: LayoutOptions) -> pa.Schema:
+    """The columns of table ``name`` (of ``schema``) a domain's layout is built from."""
+    return pa.schema([schema.field(c) for c in _WANTED[name] + (
+        ("vector",) if options.graph and name == T.ENTITIES else ()) if c in schema.names])
+
+
+def layout_of_rows(index_root: str, domain: str, raw: Mapping[str, pa.Table],
+                   options: LayoutOptions = LayoutOptions()) -> Optional[LayoutRef]:
+    """Build and publish the layout of ``domain`` from its rows of the four tables (the columns
+    :func:`layout_columns` names; any order; edges of every kind), as a build's worker has them."""
+    edges = raw[T.EDGES]
+    edges = edges.filter(pc.is_in(edges.column("kind"), value_set=pa.array(_GRAPH_EDGES)))
+    rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], edges)
+    vectors = _vectors_by_id(raw[T.ENTITIES]) if options.graph and rows.entities.num_rows else {}
+    with PendingPublish() as pending:
+        return publish_domain_layout(index_root, domain, rows, vectors, options, pending)
+
+
+def _patched_vectors(vectors: dict[str, np.ndarray], delta: Optional[DomainDelta]) -> dict[str, np.ndarray]:
+    """Entity vectors after ``delta``: its removed entities out, its added ones in."""
+    if delta is None:
+        return vectors
+    out = {e: v for e, v in vectors.items() if e not in delta.entities_gone}
+    out.update(_vectors_by_id(delta.entities))
+    return out
+
+
 def write_layouts(tables: Mapping[str, object], index_root: str, domains: Iterable[str],
                   options: LayoutOptions = LayoutOptions(), previous: Optional[Mapping[str, object]] = None,
                   deltas: Optional[Mapping[str, DomainDelta]] = None) -> dict[str, LayoutRef]:
-    """Build and publish the layout of each domain in ``domains``; one domain's layout in memory
-    at a time (and the next domain's rows, read meanwhile).
+    """Build and publish the layout of each domain in ``domains``, the rows read from ``tables``
+    (what an update does in its driver); one domain's layout in memory at a time (and the next
+    domain's rows, read meanwhile).
 
     Parameters
     ----------
     tables : mapping
-        LanceDB tables by name (contents, directories, entities, edges) at the versions being
-        committed.
+        LanceDB tables by name (contents, directories, entities, edges): an update's, at the
+        versions its previous manifest names.
     previous, deltas : mapping of domain, optional
-        An update: a domain with a previous layout (``DomainLayout``) and a delta is patched
-        (its previous rows plus the delta; only its entity vectors are read); the others are
-        read from ``tables``.
+        An update: a domain's change (``DomainDelta``) is applied to its rows, taken from its
+        previous layout (``DomainLayout``) when it has one (only its entity vectors are read),
+        else from ``tables``.
     """
     out: dict[str, LayoutRef] = {}
     previous, deltas = previous or {}, deltas or {}
     domains = sorted(set(domains))
-    patched = {d for d in domains if d in previous and d in deltas}
-    read = domain_row_reader(tables, [d for d in domains if d not in patched], options.graph)
+    read = domain_row_reader(tables, [d for d in domains if d not in previous], options.graph)
 
     def rows_and_vectors(domain: str):
-        if domain in patched:
-            rows = apply_delta(rows_of_layout(previous[domain]), deltas[domain])
-            return rows, read_entity_vectors(tables[T.ENTITIES], domain) if options.graph else {}
-        raw = read(domain)
-        rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], raw[T.EDGES])
-        return rows, _vectors_by_id(raw[T.ENTITIES]) if options.graph and rows.entities.num_rows else {}
+        delta = deltas.get(domain)
+        if domain in previous:
+            rows = rows_of_layout(previous[domain])
+            vectors = read_entity_vectors(tables[T.ENTITIES], domain) if options.graph else {}
+        else:
+            raw = read(domain)
+            rows = domain_rows(raw[T.CONTENTS], raw[T.DIRECTORIES], raw[T.ENTITIES], raw[T.EDGES])
+            vectors = _vectors_by_id(raw[T.ENTITIES]) if options.graph else {}
+        if delta is not None:
+            rows = apply_delta(rows, delta)
+        return rows, _patched_vectors(vectors, delta) if options.graph and rows.entities.num_rows else {}
 
     # every domain's files are made durable together, then put in place (store/pending.py)
     with PendingPublish() as pending:
         for domain, (rows, vectors) in _read_ahead(domains, rows_and_vectors):
-            if rows.contents.num_rows == 0 and rows.directories.num_rows == 0:
-                continue
-            arrays, stores, meta, blocks = assemble(domain, rows, _aligned(rows, vectors), options)
+            ref = publish_domain_layout(index_root, domain, rows, vectors, options, pending)
             del rows, vectors
-            meta["vector_blocks"] = {}
-            for kind, (row_vectors, assignment) in sorted(blocks.items()):
-                done = write_blocks(index_root, domain, row_vectors, assignment, pending)
-                meta["vector_blocks"][kind] = {"dim": int(row_vectors.shape[1]), "blocks": done.names}
-                _log.debug("%s %s vectors: %d blocks written, %d kept", domain, kind, done.written, done.reused)
-            del blocks
-            out[domain] = publish_layout(index_root, domain, arrays, stores, meta, pending)
-            _log.debug("layout of %s: %s", domain, out[domain].folder)
-            del arrays, stores
+            if ref is not None:
+                out[domain] = ref
             release_unused_memory(collect=False)      # the next domain starts from this one's base
     failpoint("commit.layouts_published")
     return out
@@ -480,7 +523,7 @@ def layout_options(store) -> LayoutOptions:
     return LayoutOptions(graph=bool(store.graph_adjacency), synonym_min=float(store.graph_synonym_min))
 
 
-__all__ = ["assemble", "build_layout", "write_layouts", "read_domain_rows", "read_tables_whole", "domain_row_reader",
+__all__ = ["assemble", "build_layout", "layout_columns", "layout_of_rows", "publish_domain_layout", "write_layouts", "read_domain_rows", "read_tables_whole", "domain_row_reader",
            "read_entity_vectors", "synonym_edges",
            "LayoutOptions", "layout_options", "CONTENT_COLUMNS", "DIRECTORY_COLUMNS", "ENTITY_COLUMNS",
            "EDGE_COLUMNS"]
