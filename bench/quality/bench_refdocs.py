@@ -247,6 +247,8 @@ def render(report: dict) -> str:
         lines.append(f"- run `{label}`: commit {run['commit']}, {run['date']}; packages "
                      f"{', '.join(f'{k} {v}' for k, v in run.get('versions', {}).items())}")
         lines.append("  " + machine_line(run["machine"]))
+        if run.get("note"):
+            lines.append(f"  - note: {run['note']}")
     lines += ["", "| run | system | half | n | hit@1 | hit@5 | hit@10 | routing | first ev. | answer | ROUGE-L | p50 ms | p95 ms |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, run in report["runs"].items():
