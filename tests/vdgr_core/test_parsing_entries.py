@@ -159,3 +159,58 @@ def test_plain_text_parameters_over_indented_descriptions_are_entries_but_one_co
         ("Parameters", "message_size_limit (default: 10240000)"), ("Parameters", "queue_directory (default: /var/spool/postfix)")]
     code = "# Manual\n\n## Setup\n\nRun this\n    make install\n\nThen restart.\n"
     assert [s.heading_path for s in parse_document(code, "text", "fb").sections] == [("Setup",)]
+
+
+OPTIONS_IN_PRE = """<h2>Starting the proxy</h2>
+<div class="keyword"><b><a name="where"></a><a href="#w">where</a></b> [&lt;options&gt;]* is any number of options. An option always starts with '-'</div>
+<pre class="text">followed by letters. The current list of options is :
+
+  -f &lt;cfgfile&gt; : adds &lt;cfgfile&gt; to the list of configuration files to be
+    loaded, in their declaration order.
+
+  -c : only performs a check of the configuration files and exits before trying
+    to bind. The exit status is zero if everything is OK.
+
+  -q : set "quiet" mode: this disables the output messages.
+
+A few options may be combined.
+</pre>
+<p>Signals are described below.</p>"""
+
+
+def test_an_option_list_in_a_preformatted_block_gives_each_option_an_entry():
+    """A manual kept in ``<pre>`` (haproxy's management guide): ``-c : only performs ...`` over
+    its indented lines is an entry; the prose around the options stays in the section, and a
+    keyword line that reads as a sentence opens nothing."""
+    got = _sections(OPTIONS_IN_PRE)
+    assert [p for p, _ in got] == [("Starting the proxy",), ("Starting the proxy", "-f <cfgfile>"),
+                                   ("Starting the proxy", "-c"), ("Starting the proxy", "-q"),
+                                   ("Starting the proxy",)]
+    assert got[0][1].startswith("where [<options>]* is any number of options.")
+    assert got[2][1] == ("-c : only performs a check of the configuration files and exits before trying\n"
+                         "to bind. The exit status is zero if everything is OK.")
+    assert got[4][1] == "A few options may be combined.\n\nSignals are described below."
+
+
+@pytest.mark.parametrize("pre", [
+    # a configuration example: words over indented lines are no options
+    "global\n    daemon\n    maxconn 256\n\ndefaults\n    mode http\n",
+    # a table whose rows start with options
+    "  A  B  C  D  --soft   A  B  D\n               --mixed  A  D  D\n               --hard   D  D  D\n",
+    # a shell case statement and a function
+    "case $1 in\n  --prefix)\n    echo /usr;;\n  --libs)\n    echo -lfoo;;\nesac\n",
+    # numbers and a patch
+    "  -1, -1, -1,\n    -1, -1\n  -1, -1, -1,\n    -1, -1\n",
+    "+#if 0\n+   code\n+#endif\n+   more\n",
+])
+def test_code_and_tables_in_a_preformatted_block_are_no_entries(pre):
+    html = f"<h2>Example</h2><pre>{pre}</pre>"
+    assert [p for p, _ in _sections(html)] == [("Example",)]
+
+
+def test_plain_text_options_over_a_colon_are_entries():
+    text = ("# Tool\n\n## Options\n\nThe options are :\n\n  -c : only checks the configuration and exits.\n"
+            "    Nothing is started.\n\n  -q : quiet mode, no messages.\n")
+    doc = parse_document(text, "text", "fb")
+    assert [s.heading_path for s in doc.sections] == [("Options",), ("Options", "-c"), ("Options", "-q")]
+    assert doc.sections[1].text == "-c : only checks the configuration and exits.\n  Nothing is started."

@@ -25,7 +25,14 @@ TERM_MAX_CHARS = 80
 TERM_MAX_WORDS = 8
 _OPTION = re.compile(r"^[-+]{1,2}[A-Za-z0-9?#@]")
 _INLINE = re.compile(r"^([-+]{1,2}[A-Za-z0-9?#@]\S*(?:,? [-+]{1,2}[A-Za-z0-9]\S*)*(?: ?[=<\[]\S*)?)\s{2,}(\S.*)$")
+# an option and its arguments, " : ", its description (``-f <cfgfile> : adds <cfgfile> ...``)
+_COLON = re.compile(r"^((?:[-+]{1,2}[A-Za-z0-9?#@]\S*|--)(?:,? +(?!:(?:\s|$))\S+){0,3}) +: +(\S.*)$")
 _CLOSING = re.compile(r"[.;:,!?]$")
+# options_only: a flag that starts with a letter (not ``-1``, not a diff's ``+#if``), no code
+# around it (a shell ``case`` label ``--prefix)``, a function ``+vi-hook(){``), and an inline
+# description that reads as words (not a table row: ``--hard  D  D  D``)
+_LETTER_OPTION = re.compile(r"^(?:(?:-{1,2}|\+)[A-Za-z]|--(?:\s|$))[^(){};]*$")
+_WORD = re.compile(r"[A-Za-z]{3,}")
 
 
 class Segment(NamedTuple):
@@ -39,29 +46,35 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _term(line: str, next_indent: Optional[int]) -> Optional[tuple[str, Optional[str]]]:
+def _term(line: str, next_indent: Optional[int], options_only: bool = False) -> Optional[tuple[str, Optional[str]]]:
     """``(term, inline description or None)`` when ``line`` opens an entry, else None.
 
     A term stands alone over a more indented next line, is short and does not close like a
     sentence; an option flag (``-a``, ``--all``) may also carry the start of its description
-    after two spaces.
+    after two spaces or after `` : `` (``-c : only performs a check ...``). With
+    ``options_only`` a term must be an option flag.
     """
     s = line.strip()
     if not s or len(s) > TERM_MAX_CHARS * 2:
         return None
-    m = _INLINE.match(s)
-    if m and len(m.group(1)) <= TERM_MAX_CHARS:
-        return m.group(1), m.group(2)
+    for pattern in (_INLINE, _COLON):
+        m = pattern.match(s)
+        if m and len(m.group(1)) <= TERM_MAX_CHARS:
+            if options_only and not (_LETTER_OPTION.match(m.group(1)) and len(_WORD.findall(m.group(2))) >= 2):
+                return None
+            return m.group(1), m.group(2)
     if next_indent is None or next_indent <= _indent(line):
         return None
     if len(s) > TERM_MAX_CHARS or len(s.split()) > TERM_MAX_WORDS or _CLOSING.search(s):
         return None
-    if not (_OPTION.match(s) or s[0].isalnum() or s[0] in "$<%@:."):
+    if options_only and not _LETTER_OPTION.match(s):
+        return None
+    if not (_OPTION.match(s) or (not options_only and (s[0].isalnum() or s[0] in "$<%@:."))):
         return None
     return s, None
 
 
-def split_entries(lines: list[str]) -> list[Segment]:
+def split_entries(lines: list[str], options_only: bool = False) -> list[Segment]:
     """Split a section's lines into text and reference entries (see the module docstring).
 
     An entry runs from its term line to the last line indented deeper than the term before a
@@ -72,6 +85,9 @@ def split_entries(lines: list[str]) -> list[Segment]:
     ----------
     lines : list of str
         The section's body lines, indentation kept.
+    options_only : bool
+        Only option flags (``-a``, ``--all``, ``+x``) are terms: for preformatted blocks, where
+        a configuration example's ``global`` over indented lines is no entry.
 
     Returns
     -------
@@ -84,6 +100,8 @@ def split_entries(lines: list[str]) -> list[Segment]:
     >>> segs = split_entries(["Options:", "  -a, --all", "      show all", "  -q  be quiet", "", "Done."])
     >>> [(s.term, s.lines) for s in segs]
     [(None, ['Options:']), ('-a, --all', ['  -a, --all', '      show all']), ('-q', ['  -q  be quiet', '']), (None, ['Done.'])]
+    >>> [s.term for s in split_entries(["  -C <dir> : changes to directory", "    <dir> first.", "  -c : only checks"])]
+    ['-C <dir>', '-c']
     """
     nxt: list[Optional[int]] = [None] * len(lines)
     following = None
@@ -91,7 +109,7 @@ def split_entries(lines: list[str]) -> list[Segment]:
         nxt[i] = following
         if lines[i].strip():
             following = _indent(lines[i])
-    terms = {i: t for i, line in enumerate(lines) if (t := _term(line, nxt[i])) is not None}
+    terms = {i: t for i, line in enumerate(lines) if (t := _term(line, nxt[i], options_only)) is not None}
     by_indent: dict[int, int] = {}
     for i in terms:
         by_indent[_indent(lines[i])] = by_indent.get(_indent(lines[i]), 0) + 1

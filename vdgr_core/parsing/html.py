@@ -15,6 +15,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import ParsedDocument
+from vdgr_core.parsing.entries import Segment, split_entries
 from vdgr_core.parsing.toc import RESUME, build_document, entry_level
 
 _DROP = frozenset({"script", "style", "nav", "head", "title", "noscript", "template"})
@@ -57,10 +58,14 @@ _TERM_TAGS = frozenset({"b", "strong", "code", "tt", "kbd", "var", "samp", "span
 _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "tr", "br"})
 
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
-#: separated by " | "; html-3: reference entries are sections of their own); part of the
-#: content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
+#: separated by " | "; html-3: reference entries are sections of their own; html-4: option
+#: lists in preformatted blocks are entries, a keyword line that reads as prose is none); part
+#: of the content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
 #: re-parses every HTML document on the next update
-PARSER_VERSION = "html-3"
+PARSER_VERSION = "html-4"
+_PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
+_BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
+_PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
 
 
 class _Text(NamedTuple):
@@ -140,6 +145,19 @@ class _Collector:
         if self.in_entry:
             self.entries.append([self.section[0], RESUME, []])
             self.in_entry = False
+
+    def _pre_entries(self, segments: list[Segment]) -> None:
+        """A preformatted block that lists options (a manual page's OPTIONS kept in ``<pre>``):
+        each option is an entry, lines as they are; the text around them stays in the section."""
+        self.brk(2)
+        for seg in segments:
+            if seg.term is None:
+                self.resume()
+            else:
+                self.entry(_cut_title(seg.term))
+            self.text("\n".join(seg.lines))
+            self.brk(2)
+        self.resume()
 
     def _may_open_entry(self) -> bool:
         return not (self.cells or self.lists or self.in_definition)
@@ -227,6 +245,8 @@ class _Collector:
                 self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
             elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
                 self._entry_list(child, in_pre)
+            elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
+                self._pre_entries(segments)
             elif (name in ("table", "div", "p") and self._may_open_entry()
                   and (term := _entry_term(child, self.section[1])) is not None):
                 self.term_block(term, child, in_pre)
@@ -286,6 +306,23 @@ def _term_text(tag: Tag) -> str:
     """A term's text on one line, as it reads (``AUTO_CD (-J)``), cut at a word boundary past
     :data:`TITLE_MAX_CHARS`."""
     return _cut_title(_PERMALINK.sub("", _WS.sub(" ", "".join(_visible_strings(tag))).strip()))
+
+
+def _option_list(pre: Tag) -> "list[Segment] | None":
+    """A ``<pre>``'s lines split at its options (:func:`vdgr_core.parsing.entries.split_entries`,
+    option flags only), or None when it lists none."""
+    segments = split_entries("".join(_visible_strings(pre)).split("\n"), options_only=True)
+    return segments if any(s.term is not None for s in segments) else None
+
+
+def _reads_as_prose(syntax: str) -> bool:
+    """Whether what follows a keyword's name is a sentence (``is any number of options. An
+    option ...``), not its arguments (``[<options>]*``, ``{ if | unless } <condition>``):
+    :data:`_PROSE_WORDS` plain words or more once the bracketed groups are taken out."""
+    prev = None
+    while prev != syntax:
+        prev, syntax = syntax, _BRACKETED.sub(" ", syntax)
+    return len(_PLAIN_WORD.findall(syntax)) >= _PROSE_WORDS
 
 
 def _is_entry_list(dl: Tag) -> bool:
@@ -349,7 +386,7 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
         name = _WS.sub(" ", "".join(_visible_strings(lead))).strip()
         anchors = {_WS.sub(" ", str(a.get("name") or a.get("id") or "")).strip().casefold()
                    for a in tag.find_all(["a", "span"]) if a.get("name") or a.get("id")}
-        if not name or name.casefold() not in anchors:
+        if not name or name.casefold() not in anchors or _reads_as_prose(text[len(name):]):
             return None
         term = text
     term = _cut_title(term)

@@ -28,9 +28,10 @@ _MAX_TITLE_WORDS = 14
 _MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 _/&(),'-]{0,38}[A-Z0-9)]$")
 _MAN_SUBSECTION = re.compile(r"^ {1,4}[A-Z][\w'/&-]*(?: [\w'/&()-]+){0,5}$")
 _MAN_RUNNING = re.compile(r"^\S+\(\d\w*\)\s{2,}.*\S\s*$|^.*\s{2,}\S+\(\d\w*\)\s*$")
-#: names the rules text is made with (text-2: manual pages, reference entries); part of the
+#: names the rules text is made with (text-2: manual pages, reference entries; text-3: an
+#: option over " : " and its description opens an entry); part of the
 #: content rules recorded in the manifest (vdgr_core.safety.content_rules)
-PARSER_VERSION = "text-2"
+PARSER_VERSION = "text-3"
 
 
 def _numbered(line: str, prev_blank: bool) -> Optional[tuple[int, str]]:
