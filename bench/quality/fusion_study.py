@@ -46,7 +46,7 @@ def capture(es, work: Path, log=print) -> tuple[object, list[dict]]:
 
     kb.retriever._fuse = types.MethodType(spy, kb.retriever)
     # the graph list captured is the graph route alone (seeded by dense hits), not the second hop
-    kb.retriever._second_hop = lambda lists, q: [*lists, kb.retriever.run_route("graph", q)]
+    kb.retriever._walk_on = lambda lists, q, names: [*lists, *(kb.retriever.run_route(n, q) for n in names)]
     retrieve = kb.retriever.retrieve
 
     def spy_retrieve(q, routes=None):
@@ -120,6 +120,7 @@ def _zscore_from_mean(routes: Mapping[str, float]):
 
 def _second_hop(n_seeds: int, beta: float, method: str = "zscore"):
     """Route 1 (BM25 + dense by ``method``), then the graph walk seeded by its first sections."""
+    from vdgr_core.query.context import Search
     from vdgr_core.query.fusion import by_section, with_first_hop
     from vdgr_core.query.graph_route import GraphRoute
     from vdgr_core.query.trace import TraceRecorder
@@ -134,8 +135,8 @@ def _second_hop(n_seeds: int, beta: float, method: str = "zscore"):
                 update={"graph_n": n_seeds, "graph_beta": beta}))
         head = route1(lists, kb, rec)
         n = len(lists["bm25"].hits) or 30
-        ranked = g.search(rec["rq"], rec["qvec"], rec["scope"], rec["domains"], 4 * n, TraceRecorder(None),
-                          [(h.row, h.score) for h in head])
+        q = Search(rec["rq"], rec["qvec"], rec["scope"], tuple(rec["domains"]), TraceRecorder(None), first_hop=head)
+        ranked = g.search(q, 4 * n)
         return with_first_hop(by_section(ranked, kb.data.sections.of_row, n), head, n).hits
     return fn
 

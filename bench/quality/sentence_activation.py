@@ -110,20 +110,9 @@ def activated_graph_route(data, vectors, config, sentences: Sentences):
     from vdgr_core.query.graph_route import GraphRoute
 
     class ActivatedGraphRoute(GraphRoute):
-        _qvec = None
-
-        def search(self, question, qvec, *args, **kwargs):
-            self._qvec = np.asarray(qvec, dtype=np.float32)
-            try:
-                return super().search(question, qvec, *args, **kwargs)
-            finally:
-                self._qvec = None
-
-        def matched_entities(self, question, emask, domains):
-            exact = super().matched_entities(question, emask, domains)
-            if self._qvec is None:
-                return exact
-            act = sentences.activate(exact, self._qvec, emask)
+        def matched_entities(self, q, emask):
+            exact = super().matched_entities(q, emask)
+            act = sentences.activate(exact, np.asarray(q.qvec, dtype=np.float32), emask)
             return exact + sorted((e for e in act if e not in exact), key=lambda e: (-act[e], e))
 
     return ActivatedGraphRoute(data, vectors, config)

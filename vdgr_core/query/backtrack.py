@@ -13,13 +13,13 @@ from typing import Sequence
 import numpy as np
 
 from schemas.errors import LLMError
-from vdgr_core.query.constrained import selection_model
 from schemas import tables as T
-from vdgr_core.query.view import IndexView
+from vdgr_core.query.constrained import selection_model
+from vdgr_core.query.context import Search
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.reflection import evidence_text, judge_offline, row_text
 from vdgr_core.query.textutil import overlap
-from vdgr_core.query.trace import TraceRecorder
+from vdgr_core.query.view import IndexView
 
 PER_LEVEL = 3
 MAX_CANDIDATES = 20
@@ -40,13 +40,26 @@ def _level_candidates(data: IndexView, node: int, depth: int, child: int | None)
     return rows[:MAX_READ]
 
 
-def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidence: Sequence[SectionHit],
-              cmask, depth: int, trace: TraceRecorder, llm=None) -> list[SectionHit]:
+def backtrack(data: IndexView, vectors, q: Search, evidence: Sequence[SectionHit], *, depth: int,
+              llm=None) -> list[SectionHit]:
     """Return sections to add (route ``backtrack``), best first; each with its chosen chunk.
 
-    ``vectors`` (a :class:`vdgr_core.query.vectors.VectorSearch`) gives the candidates' cosine
-    with ``qvec``; ``cmask`` (a row mask) the contents in scope; ``depth`` the levels climbed
-    (``ExpandSettings.backtrack_depth``)."""
+    Parameters
+    ----------
+    data : IndexView
+    vectors : VectorSearch
+        The candidates' cosine with ``q.qvec``.
+    q : Search
+        The question (``q.text``), its vector, the scope the candidates must be in (ACL
+        pre-filter) and the trace.
+    evidence : sequence of SectionHit
+        The fused evidence, best first; backtracking starts from the best one's directory.
+    depth : int
+        The levels climbed (``ExpandSettings.backtrack_depth``).
+    llm : LLMClient, optional
+        Decides whether to backtrack and which candidates to keep (offline rules without it).
+    """
+    question, trace = q.text, q.trace
     max_depth = depth
     c, sec = data.contents, data.sections
     if not evidence or max_depth == 0:
@@ -58,6 +71,7 @@ def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidenc
     node = c.dir_of(evidence[0].row)
     if node is None:
         return []
+    cmask = c.mask(q.scope)
     have = {f.section for f in evidence}
     levels: list[tuple[int, int, list[int]]] = []
     child = None
@@ -80,7 +94,7 @@ def backtrack(data: IndexView, vectors, question: str, qvec: np.ndarray, evidenc
         rows = rows[:SIMILARITY_POOL]
         need = [r for r in rows if r not in sims]
         if need:
-            sims.update(zip(need, (float(x) for x in vectors.similarity(T.CONTENTS, qvec, need))))
+            sims.update(zip(need, (float(x) for x in vectors.similarity(T.CONTENTS, q.qvec, need))))
         rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -sims[r], r))
         rows = rows[:MAX_CANDIDATES]
         if rows:

@@ -14,7 +14,7 @@ import numpy as np
 from schemas.config import ExpandSettings
 from vdgr_core.embedding import embed_query
 from vdgr_core.query.backtrack import backtrack
-from vdgr_core.query.context import Search
+from vdgr_core.query.context import QueryContext, Search
 from vdgr_core.query.fusion import SectionHit, add_candidates
 from vdgr_core.query.reflection import BRIDGE_SECTIONS, best_sentence, bridge_query, judge, refine_offline
 
@@ -47,31 +47,32 @@ class Expander:
         self._settings = settings
         self._llm = llm
 
-    def expand(self, q: Search, hits: list[SectionHit], k: int) -> list[SectionHit]:
-        """``hits`` widened by the enabled steps (each timed in the trace under its name)."""
+    def expand(self, ctx: QueryContext) -> list[SectionHit]:
+        """``ctx.hits`` widened by the enabled steps for ``ctx.search``, at most ``ctx.k`` of the
+        first round's kept (each step timed in the trace under its name)."""
         s = self._settings
+        q, hits, k = ctx.search, ctx.hits, ctx.k
         if not (s.backtrack or s.rounds > 0 or s.reflection_bridge):
             return hits
-        cmask = self._view.contents.mask(q.scope)
         if s.backtrack:
             with q.trace.stage("backtrack"):
-                hits = self.with_backtrack(q, hits, cmask, k)
+                hits = self.with_backtrack(q, hits, k)
         if s.rounds > 0 or s.reflection_bridge:
             with q.trace.stage("reflection"):
-                hits = self.reflect(q, hits, cmask, k)
+                hits = self.reflect(q, hits, k)
         return hits
 
-    def with_backtrack(self, q: Search, hits: list[SectionHit], cmask, k: int) -> list[SectionHit]:
+    def with_backtrack(self, q: Search, hits: list[SectionHit], k: int) -> list[SectionHit]:
         """Backtracked sections merged below the best evidence (at most a third of ``k``)."""
-        added = backtrack(self._view, self._vectors, q.text, q.qvec, hits[:k], cmask, self._settings.backtrack_depth,
-                          q.trace, self._llm)
+        added = backtrack(self._view, self._vectors, q, hits[:k], depth=self._settings.backtrack_depth,
+                          llm=self._llm)
         n_add = min(len(added), max(1, k // 3), k - 1)   # the best evidence always stays
         if n_add <= 0:
             return hits
         return add_candidates(hits, added[:n_add], k - n_add)
 
-    def reflect(self, q: Search, hits: list[SectionHit], cmask, k: int) -> list[SectionHit]:
-        """Reflection rounds, then the bridge follow-up; only sections in scope are kept."""
+    def reflect(self, q: Search, hits: list[SectionHit], k: int) -> list[SectionHit]:
+        """Reflection rounds, then the bridge follow-up; only sections in ``q``'s scope are kept."""
         question, trace = q.text, q.trace
         asked = {question.strip()}
         # the bridge-entity follow-up is its own switch: it runs with or without the rounds
@@ -94,6 +95,7 @@ class Expander:
             hits = add_candidates(hits, more, k // 2)
         if self._settings.reflection_bridge:
             hits = self._bridge(q, hits, k)
+        cmask = self._view.contents.mask(q.scope)
         return [h for h in hits if cmask[h.row]]
 
     def _embed(self, text: str) -> np.ndarray:
@@ -102,7 +104,7 @@ class Expander:
     def _bridge(self, q: Search, hits: list[SectionHit], k: int) -> list[SectionHit]:
         """One bridge-entity follow-up search, merged below the first half of the evidence."""
         data = self._view
-        emask = self._graph.visible_entities(q.scope, q.domains)
+        emask = self._graph.visible_entities(q)
         rows = [r for h in hits[:BRIDGE_SECTIONS] for r in h.rows[:4]]
         names = [data.entities.name[r] for r in self._graph.entities_of(rows, emask)]
         focus = best_sentence(q.text, [data.contents.text[r] for r in rows]).lower()
@@ -117,6 +119,6 @@ class Expander:
                               k // 2)
 
     def _expansions(self, q: Search) -> list[str]:
-        emask = self._graph.visible_entities(q.scope, q.domains)
-        matched = self._graph.matched_entities(q.text, emask, q.domains)
+        emask = self._graph.visible_entities(q)
+        matched = self._graph.matched_entities(q, emask)
         return [self._view.entities.name[r] for r in self._graph.neighbours(matched, emask, EXPANSIONS)]

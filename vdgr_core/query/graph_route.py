@@ -39,10 +39,10 @@ from schemas import tables as T
 from schemas.config import GraphSettings, slice_of
 from vdgr_core.entities import extract_terms, norm_tokens, normalize_term
 from vdgr_core.ids import entity_id
+from vdgr_core.query.context import Search
 from vdgr_core.query.fusion import Ranked
 from vdgr_core.query.ppr import personalized_pagerank
 from vdgr_core.query.scope import QueryScope
-from vdgr_core.query.trace import TraceRecorder
 from vdgr_core.query.vectors import VectorSearch
 from vdgr_core.query.view import IndexView, csr_gather
 from vdgr_core.store.domain_layout import DomainLayout
@@ -196,15 +196,16 @@ class GraphRoute:
                 self._visible.popitem(last=False)
         return out
 
-    def visible_entities(self, scope: QueryScope, domains: Sequence[str]) -> _EntityMask:
-        """Entities mentioned by at least one content the user may see in ``domains``."""
-        return _EntityMask(self, scope.with_domains(domains), domains)
+    def visible_entities(self, q: Search) -> _EntityMask:
+        """Entities mentioned by at least one content the user may see in ``q``'s domains."""
+        return _EntityMask(self, q.scope.with_domains(q.domains), q.domains)
 
-    def matched_entities(self, question: str, emask, domains: Sequence[str]) -> list[int]:
-        """Visible entity rows whose normalized name occurs in the question."""
-        norms = query_norms(question)
+    def matched_entities(self, q: Search, emask) -> list[int]:
+        """Visible entity rows (``emask``) whose normalized name occurs in ``q``'s text, in
+        ``q``'s domains."""
+        norms = query_norms(q.text)
         found: dict[tuple[int, int], int] = {}
-        for di, d in enumerate(domains):
+        for di, d in enumerate(q.domains):
             if d not in self.data.code:
                 continue
             rows = self.data.entities.rows_of(d, [entity_id(d, n) for n in norms])
@@ -256,22 +257,24 @@ class GraphRoute:
                     spec[er] = max(spec.get(er, 0.0), 1.0 / max(1, int(c)))
         return sorted(spec, key=lambda r: (-spec[r], r))
 
-    def search(self, question: str, qvec: np.ndarray, scope: QueryScope, domains: Sequence[str],
-               k: int, trace: TraceRecorder, seeds: Optional[Sequence[tuple[int, float]]] = None) -> Ranked:
-        """Run route 3 and return its ranked content rows (route name ``graph``).
+    def search(self, q: Search, k: int) -> Ranked:
+        """Run route 3 for ``q`` and return its best ``k`` content rows (route name ``graph``).
 
-        ``seeds`` are (content row, score) passage seeds, best first (route 1's first
-        sections); without them the ``graph_n`` passages nearest to ``qvec`` seed the walk.
-        Seeds outside the scope are dropped (the walk never starts from a hidden passage).
+        ``q.first_hop`` (route 1's fused sections, best first) gives the passage seeds: the best
+        passage of each section, with its score; without it the ``graph_n`` passages nearest to
+        ``q.qvec`` seed the walk. Seeds outside the scope are dropped (the walk never starts
+        from a hidden passage).
         """
         data, cfg = self.data, self._config
         c = data.contents
-        sc = scope.with_domains(domains)
+        domains = q.domains
+        sc = q.scope.with_domains(domains)
         cmask = c.mask(sc)
-        emask = self.visible_entities(scope, domains)
-        exact = self.matched_entities(question, emask, domains)
+        emask = self.visible_entities(q)
+        exact = self.matched_entities(q, emask)
+        seeds = None if q.first_hop is None else [(h.row, h.score) for h in q.first_hop]
         if seeds is None:
-            cseeds = self._vectors.search(T.CONTENTS, qvec, sc, cfg.n)
+            cseeds = self._vectors.search(T.CONTENTS, q.qvec, sc, cfg.n)
         else:
             rows = np.array([int(r) for r, _ in seeds], dtype=np.int64)
             ok = cmask[rows] if len(rows) else np.zeros(0, dtype=bool)
@@ -315,7 +318,7 @@ class GraphRoute:
             vals = np.concatenate(got_vals)
             order = np.lexsort((rows, -vals))[:k]
             hits = [(int(rows[i]), float(vals[i])) for i in order]
-        trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
-                   f"{len(cseeds)} passage seeds ({'route 1' if seeds is not None else 'dense'})",
-                   matched=[data.entities.name[r] for r in exact[:10]], contents=len(hits))
+        q.trace.step("graph", f"PPR over {sizes} nodes: {len(exact)} matched entities, "
+                     f"{len(cseeds)} passage seeds ({'route 1' if seeds is not None else 'dense'})",
+                     matched=[data.entities.name[r] for r in exact[:10]], contents=len(hits))
         return Ranked("graph", hits)

@@ -6,9 +6,10 @@ are fused by one method (``FusionSettings.route_fusion``) with per-route weights
 (:mod:`vdgr_core.query.routes`).
 
 The graph route is a second hop, not a rival list: when route 1 (BM25, dense or hybrid: the
-routes whose ``first_hop`` is set) runs too, the walk starts from route 1's fused sections
-(HippoRAG 2 seeds its PageRank with the dense hits) and its ranking *replaces* route 1's list
-in the fusion, behind route 1's best section, which stays first (``GraphSettings.keep_head``).
+routes whose ``first_hop`` is set) runs too, a route whose ``second_hop`` is set (the graph
+walk) starts from route 1's fused sections (HippoRAG 2 seeds its PageRank with the dense hits)
+and its ranking *replaces* route 1's list in the fusion, behind route 1's best section, which
+stays first (``GraphSettings.keep_head``). No route is known here by its name.
 The first-hop evidence keeps the restart mass, so it stays near the top, and passages that
 share entities with it (the bridges of a multi-hop question) move up behind it. Fusing the walk
 as one more list beside route 1 instead counted route 1's evidence twice and lost the walk's
@@ -26,7 +27,6 @@ from vdgr_core.query.routes import Route
 from vdgr_core.query.view import IndexView
 
 DEPTH_PER_K = 3          # sections each route returns per evidence item wanted
-GRAPH = "graph"
 
 
 class Retriever:
@@ -59,6 +59,9 @@ class Retriever:
     def _first_hop(self, name: str) -> bool:
         return bool(self._routes[name].first_hop)
 
+    def _second_hop(self, name: str) -> bool:
+        return bool(self._routes[name].second_hop)
+
     def run_route(self, name: str, q: Search) -> SectionList:
         """Run one route by name, timed as ``route_<name>``."""
         with q.trace.stage(f"route_{name}"):
@@ -70,26 +73,26 @@ class Retriever:
             return list(lists[0].hits)
         return fuse(lists, self._view.sections.id_rank, f.route_fusion, f.rrf_k, f.weights())
 
-    def _second_hop(self, lists: list[SectionList], q: Search) -> list[SectionList]:
-        """Route 1's lists replaced by the graph walk seeded from their fusion."""
+    def _walk_on(self, lists: list[SectionList], q: Search, names: Sequence[str]) -> list[SectionList]:
+        """Route 1's lists replaced by the second-hop routes ``names``, seeded from their fusion."""
         first = [lst for lst in lists if self._first_hop(lst.route)]
         rest = [lst for lst in lists if not self._first_hop(lst.route)]
         head = self._fuse(first)
-        walk = self.run_route(GRAPH, q.seeded(head))
-        return [walk, *rest]
+        return [*(self.run_route(name, q.seeded(head)) for name in names), *rest]
 
     def retrieve(self, q: Search, routes: Optional[Sequence[str]] = None) -> list[SectionHit]:
         """All routes fused (parallel) or route 1 first, escalating while insufficient."""
         f = self._fusion
         trace = q.trace
         routes = list(routes or self._settings.routes)
-        hop = GRAPH in routes and any(self._first_hop(r) for r in routes)
+        # second-hop routes walk on from route 1 when it runs too; alone, they search like any route
+        second = [r for r in routes if self._second_hop(r)] if any(self._first_hop(r) for r in routes) else []
         if self._settings.composition == "parallel" or len(routes) == 1:
-            lists = [self.run_route(r, q) for r in routes if not (hop and r == GRAPH)]
-            if hop:
-                lists = self._second_hop(lists, q)
+            lists = [self.run_route(r, q) for r in routes if r not in second]
+            if second:
+                lists = self._walk_on(lists, q, second)
             trace.step("retrieve", f"parallel routes fused ({f.route_fusion})"
-                       + (", graph walk seeded by route 1" if hop else ""),
+                       + (f", {'+'.join(second)} walk seeded by route 1" if second else ""),
                        sizes={lst.route: len(lst.hits) for lst in lists})
             return self._fuse(lists)
         first = [r for r in routes if self._first_hop(r)] or routes[:1]
@@ -104,8 +107,8 @@ class Retriever:
                        coverage=j.coverage, by=j.by)
             if j.sufficient:
                 break
-            if r == GRAPH and hop:
-                lists = self._second_hop(lists, q)
+            if r in second:
+                lists = self._walk_on(lists, q, [r])
             else:
                 lists.append(self.run_route(r, q))
             fused = self._fuse(lists)

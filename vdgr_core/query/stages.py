@@ -80,7 +80,7 @@ class QueryStages:
         if ctx.domains:
             with ctx.trace.stage("retrieve"):
                 ctx.hits = self.retriever.retrieve(ctx.search)
-            ctx.hits = self.expander.expand(ctx.search, ctx.hits, ctx.k)
+            ctx.hits = self.expander.expand(ctx)
         else:       # nothing the caller may read (or no such domain): no search work at all
             ctx.hits = []
             ctx.trace.step("retrieve", "no readable domain: nothing searched")

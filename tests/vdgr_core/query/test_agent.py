@@ -1,8 +1,6 @@
 """Backtracking, reflection and answers."""
 import re
 
-import numpy as np
-
 from tests.support.tiny_index import SECRET_WORD
 from vdgr_core.query.backtrack import backtrack
 from vdgr_core.query.context import Search
@@ -26,10 +24,11 @@ def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
     c, sec = kb.data.contents, kb.data.sections
     first = _row(kb, "Wireless PowerShare", "1.0", "Galaxy Buds")
     question = "Wireless PowerShare stops below which battery level percent?"
-    cmask = c.mask(QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",))))
+    scope = QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",)))
+    cmask = c.mask(scope)
     trace = TraceRecorder()
-    added = backtrack(kb.data, kb.vectors, question, kb.embedder.embed([question])[0], [_hit(kb, first, 1.0, ("hybrid",))],
-                      cmask, kb.config.backtrack_depth, trace)
+    q = Search(question, kb.embedder.embed([question])[0], scope, ("Galaxy_S10",), trace)
+    added = backtrack(kb.data, kb.vectors, q, [_hit(kb, first, 1.0, ("hybrid",))], depth=kb.config.backtrack_depth)
     assert added and all(h.routes == ("backtrack",) for h in added)
     # other sections than the evidence's own, inside the scope, covering a missing word
     assert all(h.section != int(sec.of_row[first]) for h in added)
@@ -41,10 +40,10 @@ def test_backtrack_adds_neighbour_sections_covering_missing_words(kb):
 
 def test_backtrack_not_triggered_when_evidence_covers_question(kb):
     row = _row(kb, "Bluetooth", "1.0")
-    cmask = np.ones(len(kb.data.contents), dtype=bool)
-    added = backtrack(kb.data, kb.vectors, "Bluetooth headphones", kb.embedder.embed(["x"])[0],
-                      [_hit(kb, row, 1.0, ("hybrid",))], cmask, kb.config.backtrack_depth, TraceRecorder())
+    q = Search("Bluetooth headphones", kb.embedder.embed(["x"])[0], QueryScope(SearchScope()), (), TraceRecorder())
+    added = backtrack(kb.data, kb.vectors, q, [_hit(kb, row, 1.0, ("hybrid",))], depth=kb.config.backtrack_depth)
     assert added == []
+    assert [s.message for s in q.trace.steps] == ["evidence covers the question: no backtracking"]
 
 
 def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
@@ -53,9 +52,10 @@ def test_backtrack_climbs_to_parent_siblings_within_acl(kb):
     question = f"{SECRET_WORD} band review"
     qvec = kb.embedder.embed([question])[0]
     for groups, expect in (((), False), (("hr",), True)):
-        cmask = c.mask(QueryScope(SearchScope(groups=groups, domains=("HR_Policies",))))
-        added = backtrack(kb.data, kb.vectors, question, qvec, [_hit(kb, start, 1.0, ("hybrid",))], cmask,
-                          kb.config.backtrack_depth, TraceRecorder())
+        scope = QueryScope(SearchScope(groups=groups, domains=("HR_Policies",)))
+        cmask = c.mask(scope)
+        q = Search(question, qvec, scope, ("HR_Policies",), TraceRecorder())
+        added = backtrack(kb.data, kb.vectors, q, [_hit(kb, start, 1.0, ("hybrid",))], depth=kb.config.backtrack_depth)
         found = any(SECRET_WORD in c.text[r] for h in added for r in h.rows)
         assert found is expect
         assert all(cmask[r] for h in added for r in h.rows)
@@ -70,7 +70,7 @@ def test_backtracked_evidence_is_labelled_and_best_kept(kb):
     fused = [_hit(kb, first, 0.05, ("hybrid",)), _hit(kb, other, 0.04, ("toc",))]
     scope = QueryScope(SearchScope(domains=("Galaxy_S10",), versions=("1.0",)))
     q = Search(question, kb.embedder.embed([question])[0], scope, ("Galaxy_S10",), TraceRecorder())
-    out = kb.expander.with_backtrack(q, fused, cmask, 3)
+    out = kb.expander.with_backtrack(q, fused, 3)
     assert out[0].row == first                           # the best evidence keeps its place
     added = [f for f in out if f.routes == ("backtrack",)]
     assert added and all(cmask[r] for f in added for r in f.rows)

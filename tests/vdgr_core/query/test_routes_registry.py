@@ -16,7 +16,9 @@ def test_the_built_in_routes_are_registered():
     assert set(ROUTES) <= set(REGISTRY)
     for name in ROUTES:
         assert REGISTRY[name].name == name and isinstance(REGISTRY[name].first_hop, bool)
+        assert isinstance(REGISTRY[name].second_hop, bool)
     assert {n for n in REGISTRY if REGISTRY[n].first_hop} >= {"bm25", "dense", "hybrid"}
+    assert {n for n in ROUTES if REGISTRY[n].second_hop} == {"graph"}
 
 
 def test_unknown_route_is_refused(tiny_index):
@@ -36,6 +38,7 @@ def test_a_new_route_is_one_registered_class(tiny_index):
         """A toy route: the first section in scope."""
         name = "first_section"
         first_hop = False
+        second_hop = False
 
         def __init__(self, deps):
             self._view = deps.view
@@ -55,3 +58,36 @@ def test_a_new_route_is_one_registered_class(tiny_index):
         assert all(e.domain == "HR_Policies" for e in result.evidence if "first_section" in e.routes)
     finally:
         REGISTRY.pop("first_section", None)
+
+
+def test_a_second_hop_is_a_route_attribute_not_a_name(tiny_index):
+    """Any route whose ``second_hop`` is set walks on from route 1's fused sections, in place
+    of route 1's lists; alone, it is searched without them."""
+    seen = []
+
+    @register
+    class EchoSeedsRoute:
+        """A toy second hop: route 1's sections as they were handed over."""
+        name = "echo_seeds"
+        first_hop = False
+        second_hop = True
+
+        def __init__(self, deps):
+            pass
+
+        def search(self, q: Search, depth: int) -> SectionList:
+            seen.append(q.first_hop)
+            return SectionList(self.name, [SectionHit(h.section, h.score, h.rows, (self.name,))
+                                           for h in (q.first_hop or ())][:depth])
+
+    try:
+        kb = KnowledgeBase.open(tiny_index, config(routes=("hybrid", "echo_seeds")))
+        result = kb.query("How many days of annual leave?")
+        assert len(seen) == 1 and seen[0]                        # seeded by route 1's sections
+        assert all(e.routes == ["echo_seeds"] for e in result.evidence)   # route 1's list replaced
+        steps = [s.message for s in result.trace.steps if s.stage == "retrieve"]
+        assert steps == ["parallel routes fused (rrf), echo_seeds walk seeded by route 1"]
+        alone = KnowledgeBase.open(tiny_index, config(routes=("echo_seeds",)))
+        assert alone.query("How many days of annual leave?").evidence == [] and seen[-1] is None
+    finally:
+        REGISTRY.pop("echo_seeds", None)

@@ -27,11 +27,16 @@ class Route(Protocol):
     name : str
         The registry name (``QueryConfig.routes``) and the route label of its hits.
     first_hop : bool
-        True for route 1 (BM25, dense, hybrid): its fused sections seed the graph walk.
+        True for route 1 (BM25, dense, hybrid): its fused sections seed the second hop.
+    second_hop : bool
+        True for a route that walks on from route 1's fused sections (the graph walk): when a
+        first-hop route runs in the same query, it is searched with ``Search.first_hop`` set and
+        its list replaces route 1's lists in the fusion (:class:`vdgr_core.query.pipeline.Retriever`).
     """
 
     name: ClassVar[str]
     first_hop: ClassVar[bool]
+    second_hop: ClassVar[bool]
 
     def search(self, q: Search, depth: int) -> SectionList:
         """The best ``depth`` sections for ``q`` inside ``q.scope``."""

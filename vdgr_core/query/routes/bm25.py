@@ -13,6 +13,7 @@ class Bm25Route:
 
     name = "bm25"
     first_hop = True
+    second_hop = False
 
     def __init__(self, deps: RouteDeps):
         self._view = deps.view

@@ -13,6 +13,7 @@ class DenseRoute:
 
     name = "dense"
     first_hop = True
+    second_hop = False
 
     def __init__(self, deps: RouteDeps):
         self._view, self._vectors = deps.view, deps.vectors

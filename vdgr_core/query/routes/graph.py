@@ -18,15 +18,14 @@ class GraphWalkRoute:
 
     name = "graph"
     first_hop = False
+    second_hop = True
 
     def __init__(self, deps: RouteDeps):
         self._deps = deps
 
     def search(self, q: Search, depth: int) -> SectionList:
         d = self._deps
-        seeds = None if q.first_hop is None else [(h.row, h.score) for h in q.first_hop]
-        ranked = d.graph.search(q.text, q.qvec, q.scope, q.domains, depth * CHUNKS_PER_SECTION, q.trace, seeds)
-        out = by_section(ranked, d.view.sections.of_row, depth)
+        out = by_section(d.graph.search(q, depth * CHUNKS_PER_SECTION), d.view.sections.of_row, depth)
         if q.first_hop is not None:
             out = with_first_hop(out, q.first_hop, depth, d.graph_settings.keep_head)
         return out

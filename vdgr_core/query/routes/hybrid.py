@@ -14,6 +14,7 @@ class HybridRoute:
 
     name = "hybrid"
     first_hop = True
+    second_hop = False
 
     def __init__(self, deps: RouteDeps):
         self._deps = deps

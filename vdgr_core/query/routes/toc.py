@@ -13,6 +13,7 @@ class TocRoute:
 
     name = "toc"
     first_hop = False
+    second_hop = False
 
     def __init__(self, deps: RouteDeps):
         self._deps = deps
