@@ -51,6 +51,8 @@ VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >=
 ANCHOR_SHARE = 0.4       # the first evidence is the anchor while its best unit scores >= this share of the best
 OTHER_SENTENCES = 1      # the budget of the units quoted from items other than the anchor
 HEAD_MAX_CHARS = 500     # an entry's defining lines (term, fields) quoted before its first sentence
+# a title that is a keyword's syntax (``set weight <backend>/<server> <weight>[%]``, ``-f <file>``)
+_SYNTAX_TITLE = re.compile(r"[<\[{]|^[-+]{1,2}\w")
 # a title that is an identifier (an option, a parameter): words joined by "_-.:", camelCase or CAPITALS
 _IDENTIFIER_TITLE = re.compile(r"^(?:\S*[_.:-]\S*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z][A-Z0-9]{3,})$")
 
@@ -112,14 +114,17 @@ def _first_line(text: str) -> str:
 
 def is_definition(ev: Evidence) -> bool:
     """Whether ``ev`` is a reference entry: its text opens with a term line (its title, perhaps
-    with arguments, not a sentence: the line a parser gives an entry) or with a table of fields
-    naming a default, or its title is an identifier (``PollingInterval``, ``max-cache-size``)."""
+    with arguments, not a sentence: the line a parser gives an entry), or with its title when
+    that is a keyword's syntax (the description may run on in the same line), or with a table
+    of fields naming a default, or its title is an identifier (``PollingInterval``,
+    ``max-cache-size``)."""
     title = " ".join(ev.title.split()).split(", ")[0]      # a group of forms: its first one
     if not title or len(title) > 100:
         return False
     first = _first_line(ev.text)
-    term_line = (first.casefold().startswith(title.casefold()) and len(first) <= len(title) + 40
-                 and not _CLOSED_LINE.search(first))
+    opens = first.casefold().startswith(title.casefold())
+    term_line = (opens and len(first) <= len(title) + 40 and not _CLOSED_LINE.search(first)) or (
+        opens and bool(_SYNTAX_TITLE.search(title)))
     return term_line or bool(_FIELD_HEAD.match(first)) or bool(_IDENTIFIER_TITLE.match(title))
 
 
@@ -141,6 +146,8 @@ def _head(ev: Evidence, units: Sequence[Unit]) -> tuple[str, int]:
             blocks.append(u.lead)
         blocks.append(u.text)
     lines = [term] + (blocks if sum(len(b) for b in blocks) <= HEAD_MAX_CHARS else []) + [sentence.text]
+    if not blocks and " ".join(sentence.text.split()).casefold().startswith(" ".join(term.split()).casefold()):
+        lines = [sentence.text]          # the term runs on into the first sentence
     return "\n".join(lines), sentence.pos
 
 

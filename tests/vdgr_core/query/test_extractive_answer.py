@@ -121,3 +121,22 @@ def test_prose_sections_are_not_entries():
     assert not is_definition(ev("Call a number from the Phone app keypad.", title="Calls"))
     assert is_definition(ev("type | default | mandatory\ninteger | 10 | no\nPolling.", title="Interval"))
     assert is_definition(ev("Polls files.", title="PollingInterval"))
+
+
+def test_a_keyword_whose_description_runs_on_in_its_line_is_an_entry_quoted_once():
+    """haproxy's keyword lines carry the start of the description (``set weight <backend>/<server>
+    <weight>[%] Change a server's weight ...``): the entry's head is that sentence, not the
+    term line and then the same words again."""
+    from vdgr_core.query.answer import is_definition
+
+    text = ("set weight <backend>/<server> <weight>[%] Change a server's weight to the value passed in\n"
+            "argument. Servers of a farm running a static algorithm cannot change their weight once set.\n"
+            "A typical usage of this command is to disable a server during an update.")
+    entry = ev(text + "\n" + "More about weights. " * 60, title="set weight <backend>/<server> <weight>[%]")
+    assert is_definition(entry)
+    assert not is_definition(ev("Installation is easy. Follow the steps below.", title="Installation"))
+    answer = extractive_answer("How do I change a server's weight at runtime?",
+                               [entry, ev("Servers of a farm share a static algorithm weight.", n=2)])
+    assert answer.startswith("set weight <backend>/<server> <weight>[%] Change a server's weight to the value "
+                             "passed in argument.")
+    assert answer.count("set weight") == 1
