@@ -20,7 +20,7 @@ from pipelines.options import (auto_runner_args, local_worker_processes, names_r
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, EmbedSettings, ParseSettings
-from schemas.errors import PipelineFailedError
+from schemas.errors import PipelineFailedError, RunnerUnavailableError
 from schemas.records import DeadLetter
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity, resolve_precision
@@ -191,17 +191,45 @@ def staged_pipeline_run(index: str, beam_args: Sequence[str], add_steps: Callabl
 def run_to_end(p: beam.Pipeline):
     """Run ``p`` and wait for it; its result. Worker processes on this machine get their options,
     counts and standard error (pipelines/local_workers.py); a portable runner's failed job
-    raises :class:`PipelineFailedError`, said in two lines."""
+    raises :class:`PipelineFailedError`, said in two lines; a runner that cannot start here
+    raises :class:`RunnerUnavailableError`."""
     around = local_worker_run(p.options) if local_worker_processes(p.options) else contextlib.nullcontext()
     try:
         with around:
             result = p.run()
             result.wait_until_finish()
-    except RuntimeError as exc:     # a portable runner's job ended FAILED
-        if "failed in state" not in str(exc):
+    except RuntimeError as exc:     # a portable runner's job ended FAILED, or its job server did not start
+        if "failed in state" in str(exc):
+            raise PipelineFailedError(job_failure(exc)) from exc
+        if runner_unavailable(exc):
+            raise RunnerUnavailableError(runner_failure(exc)) from exc
+        raise
+    except ImportError as exc:      # DataflowRunner without apache-beam[gcp]
+        if not runner_unavailable(exc):
             raise
-        raise PipelineFailedError(job_failure(exc)) from exc
+        raise RunnerUnavailableError(runner_failure(exc)) from exc
     return result
+
+
+#: what Beam 2.77 says when a runner cannot start: FlinkRunner (any runner of a Java job server)
+#: cannot get its job server jar (``subprocess_server.JavaJarServer.local_jar``: Maven Central
+#: unreachable, no local copy) or finds no Java, or DataflowRunner lacks its extra
+#: (``dataflow_runner.py``)
+_RUNNER_CANNOT_START = ("Unable to fetch remote job server jar", "Java must be installed",
+                        "Java is not correctly installed", "runner not available, please install")
+
+
+def runner_unavailable(exc: BaseException) -> bool:
+    return any(s in str(exc) for s in _RUNNER_CANNOT_START)
+
+
+def runner_failure(exc: BaseException) -> str:
+    """Why the runner did not start (Beam's own words: the jar's URL and where to put a copy),
+    then what it means for the index and where the runners are described."""
+    said = " ".join(str(exc).split())
+    hint = (" (give a local copy of that jar with --flink_job_server_jar=PATH, or a running job server with"
+            " --runner=PortableRunner --job_endpoint=HOST:PORT; docs/RUNNERS.md)" if "job server jar" in said else "")
+    return f"the runner could not start: {said}; no job ran and nothing was committed{hint}"
 
 
 def job_failure(exc: BaseException) -> str:

@@ -24,6 +24,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
                      "--direct_num_workers=2"),
     # A Flink cluster through Beam's portable Flink runner. Give --flink_master=host:8081.
     # The job server jar is fetched from Maven unless --flink_job_server_jar=PATH is given.
+    # Neither this preset nor "dataflow" has run against its runner (docs/RUNNERS.md).
     # DOCKER workers install this project from --setup_file at start-up; for PROCESS workers
     # give --environment_type=PROCESS --environment_config='{"command": "/opt/apache/beam/boot"}'.
     "flink": ("--runner=FlinkRunner", "--environment_type=DOCKER", f"--setup_file={SETUP_FILE}",

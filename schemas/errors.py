@@ -79,5 +79,10 @@ class PipelineFailedError(VdgrError):
     the run was committed."""
 
 
+class RunnerUnavailableError(VdgrError):
+    """The named Beam runner could not start here (its job server jar cannot be had, no Java,
+    its Beam extra not installed); no job ran and nothing was committed."""
+
+
 class QuestionFileError(VdgrError):
     """A line of a JSONL question file is not a question (``vdgr query --questions``)."""

@@ -51,6 +51,41 @@ def test_portable_runner_with_a_local_job_service_builds_the_same_index(tmp_path
     assert _digests(str(tmp_path / "portable")) == _digests(str(tmp_path / "fresh"))
 
 
+def test_a_runner_that_cannot_start_here_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    """FlinkRunner without its job server jar (Beam fetches it from Maven Central, which these
+    machines do not reach; docs/RUNNERS.md): a typed error naming the jar, exit 2, nothing
+    committed. The jar is named by a ``file://`` URL that does not exist, so Beam's own fetch path
+    runs and fails without touching the network."""
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    index = tmp_path / "index"
+    jar = "beam-runners-flink-1.20-job-server-2.77.0.jar"
+    rc = main(["index", corpus, "--embedding", "hashing", "-q", "--index", str(index),
+               "--runner=FlinkRunner", "--flink_version=1.20",
+               f"--flink_job_server_jar=file://{tmp_path}/missing/{jar}", f"--jar_cache_dir={tmp_path}/jars"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert re.search(r"vdgr index: error: the runner could not start: Unable to fetch remote job server jar at "
+                     rf"file://\S+/{re.escape(jar)}.*nothing was committed.*--flink_job_server_jar=PATH", err), err
+    assert "Traceback" not in err
+    assert not (index / "manifest.json").exists() and not (index / "manifests").exists()
+
+
+def test_dataflow_without_its_beam_extra_is_a_clear_error(tmp_path, capsys):
+    try:
+        from apache_beam.runners.dataflow.internal import apiclient  # noqa: F401
+        pytest.skip("apache-beam[gcp] is installed: a Dataflow run would try to reach Google Cloud")
+    except ImportError:
+        pass
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    rc = main(["index", corpus, "--embedding", "hashing", "-q", "--index", str(tmp_path / "index"),
+               "--preset", "dataflow", "--project=my-project", "--region=europe-west1",
+               "--temp_location=gs://my-bucket/tmp", "--staging_location=gs://my-bucket/staging"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "vdgr index: error: the runner could not start: Google Cloud Dataflow runner not available" in err
+    assert "Traceback" not in err
+
+
 def test_presets_fill_only_flags_the_user_did_not_give():
     args = apply_preset("multiprocess", ["--direct_num_workers=8"])
     assert "--direct_num_workers=8" in args and "--direct_num_workers=2" not in args
