@@ -78,7 +78,7 @@ bench-scale: $(STAMP)
 # The fuzzers with a large budget (CI runs them with a small one).
 fuzz: $(STAMP)
 	VDGR_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/vdgr_core/test_fuzz_parsers.py tests/vdgr_core/query/test_questions.py
+		tests/vdgr_core/parsing/test_fuzz_parsers.py tests/vdgr_core/query/test_questions.py
 
 clean:
 	rm -rf demo-index .pytest_cache

@@ -49,8 +49,9 @@ setup(
         "gcs": ["google-cloud-storage>=2.10"],
         # playwright drives the Debian chromium in the search-page test (no browser download)
         # fpdf2 writes the PDFs the tests parse; moto's server is a local S3 for the
-        # conditional-create tests
-        "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35"],
+        # conditional-create tests; vulture finds code nothing uses (tests/test_dead_code.py)
+        "test": ["pytest", "hypothesis", "playwright", "fpdf2>=2.7", "moto[server]>=5.1", "boto3>=1.35",
+                 "vulture==2.16"],
         # the PDF bench compares pdfminer.six's page text with PDFium's (bench/quality/bench_pdf.py
         # --extractors); the product parses with pypdfium2 alone
         # --peers of bench/quality/bench_refdocs.py: LlamaIndex with the same MiniLM model

@@ -104,7 +104,7 @@ def ensure_index(corpus: Path, index: Path, index_args: list[str], log: Path) ->
 
     # an index of an older format (manifest, layouts or BM25 shards), made under other content rules or
     # with other default build settings (a new setting such as title_entities) is built again
-    defaults = BuildConfig(corpus="", index="").settings()
+    defaults = BuildConfig(corpus="", index="").settings(content_rules())
     key = {"corpus_hash": tree_hash(corpus), "index_args": list(index_args),
            "embedding_model": embedding_model_of(index_args), "index_format": FORMAT_VERSION,
            "layout_format": LAYOUT_FORMAT, "shard_schema": SHARD_SCHEMA, "content_rules": content_rules(),

@@ -187,8 +187,22 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
     dead = ((parsed[DEAD_LETTER],
              read[SKIPPED] | "Skipped files" >> beam.Map(lambda d: (d, None)))
             | "All dead letters" >> beam.Flatten())
+    outputs = _table_rows(annotated, dead, cooccurrence, merged, directory_parts, directory_embedded)
+    written = _write_tables(outputs, config.index, dim)
+    # each domain's layout, from the fragments of its rows, once they are all written
+    layouts = ([content_fragments, *(r for name in BY_DOMAIN for r in written[name])]
+               | "Layout fragments" >> beam.Flatten()
+               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(slices.store)))
+    cache = _write_new_vectors([embedded, *directory_embedded], config.index, dim)
+    # one step publishes every record once all bundles (and the shard and layout builds) are done
+    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache]
+         | "All staged records" >> beam.Flatten()
+         | "Publish staged" >> PublishStaged(staging.root))
 
-    outputs = {
+
+def _table_rows(annotated, dead, cooccurrence, merged, directory_parts, directory_embedded) -> dict[str, list]:
+    """Each table's row collections (besides contents): table name -> PCollections of rows."""
+    return {
         T.DOCUMENTS: [annotated | "Document row" >> beam.Map(lambda a: document_row(a.doc)),
                       dead | "Dead document row" >> beam.MapTuple(dead_document_row)],
         T.DIRECTORIES: [e.rows for e in directory_embedded],
@@ -201,29 +215,29 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
         T.DEAD_LETTERS: [dead | "Dead letter row" >> beam.MapTuple(lambda d, _t: dead_letter_row(d))],
         T.SECRET_FINDINGS: [annotated | "Secret finding rows" >> beam.FlatMap(lambda a: document_secret_findings(a.doc))],
     }
-    written = {name: [rows | f"Write {name} {i}" >> WriteFragments(
-        config.index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
+
+
+def _write_tables(outputs: dict[str, list], index: str, dim: int) -> dict[str, list]:
+    """Write every collection of ``outputs`` as fragments of its table (by domain for the tables
+    layouts are built from); table name -> the staged records of each."""
+    return {name: [rows | f"Write {name} {i}" >> WriteFragments(
+        index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
         partition=_by_domain if name in BY_DOMAIN else None,
         facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
         for i, rows in enumerate(parts)] for name, parts in outputs.items()}
-    # each domain's layout, from the fragments of its rows, once they are all written
-    layouts = ([content_fragments, *(r for name in BY_DOMAIN for r in written[name])]
-               | "Layout fragments" >> beam.Flatten()
-               | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(slices.store)))
-    # vectors new to the embedding cache: one row per key (two bundles may embed one text)
-    cache = ([embedded[NEW_VECTORS], *(e[NEW_VECTORS] for e in directory_embedded)]
-             | "New vectors" >> beam.Flatten()
-             | "Key vectors" >> beam.Map(lambda r: (r["key"], r))
-             | "One vector a key" >> beam.CombinePerKey(_first)
-             | "Cache rows" >> beam.Values()
-             | "Write embedding cache" >> WriteFragments(config.index, T.EMBEDDING_CACHE,
-                                                         T.embedding_cache_schema(dim),
-                                                         max_rows=MAX_ROWS[T.EMBEDDING_CACHE], digest=False,
-                                                         replace=False))
-    # one step publishes every record once all bundles (and the shard and layout builds) are done
-    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache]
-         | "All staged records" >> beam.Flatten()
-         | "Publish staged" >> PublishStaged(staging.root))
+
+
+def _write_new_vectors(embedded: list, index: str, dim: int):
+    """Write the vectors new to the embedding cache that the embedding steps ``embedded``
+    computed: one row per key (two bundles may embed one text)."""
+    return ([e[NEW_VECTORS] for e in embedded]
+            | "New vectors" >> beam.Flatten()
+            | "Key vectors" >> beam.Map(lambda r: (r["key"], r))
+            | "One vector a key" >> beam.CombinePerKey(_first)
+            | "Cache rows" >> beam.Values()
+            | "Write embedding cache" >> WriteFragments(index, T.EMBEDDING_CACHE, T.embedding_cache_schema(dim),
+                                                        max_rows=MAX_ROWS[T.EMBEDDING_CACHE], digest=False,
+                                                        replace=False))
 
 
 #: tables whose rows a domain's layout is built from besides contents: written by domain

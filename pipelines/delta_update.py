@@ -42,6 +42,7 @@ from vdgr_core.indexing.domain_facts import DomainFacts, descriptions
 from vdgr_core.indexing.embed_cache import new_cache_rows
 from vdgr_core.memory import release_unused_memory
 from vdgr_core.progress import plural, reporting
+from vdgr_core.safety import content_rules
 from vdgr_core.store import digest as dg
 from vdgr_core.store.domain_layout import FORMAT as LAYOUT_FORMAT
 from vdgr_core.store.domain_layout import DomainLayout, layout_format
@@ -98,7 +99,7 @@ def apply_document_delta(config: BuildConfig, reader: IndexReader, plan: UpdateP
     stage["merge_s"] = time.perf_counter() - t2
     say("writing changed rows, shards, layouts and manifest")
     t3 = time.perf_counter()
-    manifest, writes = update.commit(changes, config.settings(), guard, build_segments_here)
+    manifest, writes = update.commit(changes, config.settings(content_rules()), guard, build_segments_here)
     stage["commit_s"] = time.perf_counter() - t3
     known = arriving.embeddings_computed >= 0
     return BuildReport(

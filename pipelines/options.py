@@ -56,7 +56,8 @@ def _flag(beam_args: Sequence[str], name: str, default: str) -> str:
 
 def runs_in_this_process(beam_args: Sequence[str]) -> bool:
     """True when DoFns run inside this Python process (FnApiRunner, in-memory mode), read from
-    the flags as text: a command asks before it imports Beam (runners/early_embedder.py)."""
+    the flags as text: a command asks before it imports Beam (runners/index_cli.py, whether to
+    start the early embedder)."""
     runner = _flag(beam_args, "--runner", DEFAULT_RUNNER)
     mode = _flag(beam_args, "--direct_running_mode", "in_memory")
     return runner in ("FnApiRunner", "DirectRunner") and mode == "in_memory"

@@ -29,6 +29,7 @@ from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.model_home import prefetcher_for, process_embedder
 from vdgr_core.memory import release_unused_memory
 from vdgr_core.progress import plural, reporting
+from vdgr_core.safety import content_rules
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
@@ -283,7 +284,7 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         from pipelines.commit import commit_build
         from pipelines.index_segments import segment_builder
 
-        manifest = commit_build(config.index, staging, scan, config.store, config.settings(), model_id=model_id,
+        manifest = commit_build(config.index, staging, scan, config.store, config.settings(content_rules()), model_id=model_id,
                                 dim=dim, guard=guard,
                                 parent_build_id=parent_build_id,
                                 build_segments=segment_builder(beam_args, staging.root))

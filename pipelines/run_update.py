@@ -25,6 +25,7 @@ from schemas.errors import IndexError_
 from vdgr_core.corpus import scan_corpus
 from vdgr_core.embedding import embedder_identity
 from vdgr_core.progress import plural
+from vdgr_core.safety import content_rules
 from vdgr_core.store.file_stats import FileStatsCache
 from vdgr_core.store.lance_store import DRIVER_CACHE_BYTES
 from vdgr_core.store.lock import IndexLock
@@ -91,7 +92,7 @@ def _update_locked(config: BuildConfig, beam_args: Sequence[str], progress, say,
         return UpdateReport(UpdatePlan((), (), (), (), tuple(d.name for d in report.manifest.domains)),
                             report, time.perf_counter() - t0)
     config = with_precision(config, reader.manifest.config)
-    config_changed = check_settings(reader.manifest.config, config, settings_change)
+    config_changed = check_settings(reader.manifest.config, config, settings_change, content_rules())
     model_id = embedder_identity(config.embedding)[0]
     if reader.manifest.embedding_model != model_id:
         # same settings, vectors computed another way (a release that changed the embedder's

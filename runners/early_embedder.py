@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional
 
-from pipelines.options import runs_in_this_process
 from schemas.config import EmbedSettings
+
 
 def _journal_path(embed: EmbedSettings) -> Optional[str]:
     """Where the child's vectors are journaled: a file in the index's staging folder (local
@@ -176,7 +176,7 @@ def stop_on_signals(command: str, embed: EmbedSettings, child) -> Iterator[None]
         yield
         return
 
-    def stop(signum, frame):
+    def stop(signum, _frame):
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, signal.SIG_IGN)
         stop_children()

@@ -9,6 +9,7 @@ from runners.early_embedder import early_embedder, stop_on_signals
 from runners.presets import apply_preset
 from schemas.config import BuildConfig, check_settings
 from schemas.errors import VdgrError
+from vdgr_core.safety import content_rules
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.manifest import MANIFEST_NAME, read_manifest
 
@@ -46,7 +47,7 @@ def _config(args) -> tuple[BuildConfig, bool]:
     recorded = read_manifest(args.index).config if exists else None
     config = update_config(args, recorded)
     if recorded is not None:
-        check_settings(recorded, config, args.new_settings)
+        check_settings(recorded, config, args.new_settings, content_rules())
     return config, exists
 
 

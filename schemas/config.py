@@ -229,21 +229,24 @@ class BuildConfig(_Frozen):
             summaries=SummarySettings(self.summary_max_chars + 200, self.llm),
         )
 
-    def settings(self) -> dict:
+    def settings(self, content_rules: str) -> dict:
         """The build settings recorded in the manifest (no paths, no secrets).
 
         Two builds with equal settings of one corpus give the same index; an update compares
         its settings with the recorded ones (:func:`settings_diff`).
-        """
-        from vdgr_core.safety import content_rules
 
+        Parameters
+        ----------
+        content_rules : str
+            ``vdgr_core.safety.content_rules()``: not a user setting but the masking, flag and
+            parser rules every row depends on, recorded with the settings (a new release of
+            them rebuilds every domain on the next update, see :func:`check_settings`).
+        """
         d = self.model_dump(mode="json", exclude=_NOT_SETTINGS)
         if d.get("llm"):
             d["llm"].pop("api_key", None)
         d.get("embedding", {}).pop("api_key", None)
-        # not a user setting: the masking and flag rules every row depends on (a new release
-        # of them rebuilds every domain on the next update, see check_settings)
-        d["content_rules"] = content_rules()
+        d["content_rules"] = content_rules
         return d
 
     @classmethod
@@ -277,11 +280,13 @@ def settings_diff(recorded: dict, asked: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool) -> bool:
+def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool, content_rules: str) -> bool:
     """True when ``config`` asks for other build settings than ``recorded`` and that is allowed,
     or when the content rules (credential masking, injection flags) changed since the index
     was built: then every domain is rebuilt without being asked, so no row keeps text made
     under older rules.
+
+    ``content_rules`` is ``vdgr_core.safety.content_rules()`` (:meth:`BuildConfig.settings`).
 
     Raises
     ------
@@ -289,12 +294,13 @@ def check_settings(recorded: dict, config: "BuildConfig", settings_change: bool)
         When the settings differ and ``settings_change`` is False: an update keeps the settings
         the index was built with unless a change (a rebuild of every domain) is asked for.
     """
-    rules_changed = recorded.get("content_rules") != config.settings()["content_rules"]
+    rules_changed = recorded.get("content_rules") != content_rules
     try:   # settings added since the index was built take their defaults
-        recorded = BuildConfig.from_settings(recorded, corpus=config.corpus, index=config.index).settings()
+        recorded = BuildConfig.from_settings(recorded, corpus=config.corpus,
+                                             index=config.index).settings(content_rules)
     except ValueError:
         pass
-    diff = settings_diff(recorded, config.settings())
+    diff = settings_diff(recorded, config.settings(content_rules))
     if diff and not settings_change:
         raise SettingsChangeError(
             "these build settings differ from the ones recorded in the index: " + "; ".join(diff)

@@ -5,7 +5,7 @@ dataclasses pickle cheaply. Tuples, never lists, so records are hashable.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 
@@ -155,4 +155,3 @@ class DirectoryNode:
     source: str = ""                 # rel_path of the document for document/section nodes
     sources: tuple[str, ...] = ()    # after the merge: every document that produced this node
     summary: str = ""
-    text_summary: str = field(default="", compare=False)  # own text summary before children

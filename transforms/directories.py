@@ -6,7 +6,8 @@ by document node id (one document, or the few a directory merge joins), summariz
 each top node's summary goes up as a child record; then each folder level is one grouping by
 folder node id, deepest level first, of the folder nodes, their children's summaries and any
 document node merged into them. The number of levels is the corpus's folder depth, known when
-the pipeline is built. The result equals ``summarize_tree`` over each domain (tested).
+the pipeline is built. The result equals one bottom-up pass over each domain
+(tests/support/tree_summary.py; tested).
 """
 from __future__ import annotations
 

@@ -179,12 +179,6 @@ class WriteFragments(beam.PTransform):
         return rows | "Write fragments" >> beam.ParDo(_WriteFragmentsDoFn(*self._args))
 
 
-def read_staged_file(path: str) -> pa.Table:
-    """The rows of one staged file."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return decode_rows(f.read())
-
-
 def _publish(_key, records, root: str = "") -> str:
     """Rename the committed temporary files to their final names and write ``staged.json``:
     the files and the fragments of each table, its rows and per-domain digests, the domain

@@ -229,27 +229,10 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
     DocumentError
         PARSE_ERROR when the front matter holds invalid metadata (e.g. a bad ACL group).
     """
-    try:
-        meta = apply_front_matter(task.meta, parsed.meta())
-    except ConfigError as e:
-        raise DocumentError(DeadLetterReason.PARSE_ERROR, f"front matter: {e}") from None
-    title = parsed.title or meta.title or task.rel_path.rsplit("/", 1)[-1]
-    meta = replace(meta, title=title)
-    version, acl = meta.version, meta.acl
+    meta = _document_meta(task, parsed)
+    title, version, acl = meta.title, meta.version, meta.acl
     doc_path = (task.domain, *task.folder_titles, title)
-    doc_node = DirectoryNode(
-        node_id=ids.directory_id(task.domain, version, doc_path),
-        full_path=doc_path,
-        parent_id=folder_nodes(task)[-1].node_id,
-        domain=task.domain,
-        collection=task.collection,
-        version=version,
-        title=title,
-        level=len(doc_path) - 1,
-        kind="document",
-        acl=acl,
-        source=task.rel_path,
-    )
+    doc_node = _directory_node(task, meta, doc_path, folder_nodes(task)[-1].node_id, title, "document")
     nodes: dict[tuple[str, ...], DirectoryNode] = {doc_path: doc_node}
     chunks: list[Chunk] = []
     seen: set[str] = set()
@@ -259,40 +242,38 @@ def chunk_document(task: DocumentTask, parsed: ParsedDocument, config: ChunkingC
         node = nodes.get(full_path)
         if node is None:
             parent = nodes.get(full_path[:-1], doc_node)
-            node = DirectoryNode(
-                node_id=ids.directory_id(task.domain, version, full_path),
-                full_path=full_path,
-                parent_id=parent.node_id,
-                domain=task.domain,
-                collection=task.collection,
-                version=version,
-                title=section.title,
-                level=len(full_path) - 1,
-                kind="section",
-                acl=acl,
-                source=task.rel_path,
-            )
-            nodes[full_path] = node
+            node = nodes[full_path] = _directory_node(task, meta, full_path, parent.node_id, section.title,
+                                                      "section")
         for text, n_tokens, start in _split_counted(section.text, config.max_tokens, config.overlap_tokens):
             cid = ids.chunk_id(task.rel_path, text)
             if cid in seen:
                 continue
             seen.add(cid)
             chunks.append(Chunk(
-                chunk_id=cid,
-                doc_id=doc_id,
-                text=text,
-                source=task.rel_path,
-                title=section.title if section.heading_path else title,
-                path=full_path,
-                parent_id=node.node_id,
-                domain=task.domain,
-                collection=task.collection,
-                version=version,
-                acl=acl,
-                position=len(chunks),
-                n_tokens=n_tokens,
-                page=section.page_at(start),
+                chunk_id=cid, doc_id=doc_id, text=text, source=task.rel_path,
+                title=section.title if section.heading_path else title, path=full_path, parent_id=node.node_id,
+                domain=task.domain, collection=task.collection, version=version, acl=acl,
+                position=len(chunks), n_tokens=n_tokens, page=section.page_at(start),
             ))
     return DocumentChunks(title=title, meta=meta, directories=tuple(nodes.values()),
                           chunks=tuple(chunks))
+
+
+def _document_meta(task: DocumentTask, parsed: ParsedDocument) -> DocMeta:
+    """The document's metadata: its folder's, then its front matter's, with its title (the
+    parsed title, the metadata's, or the file name)."""
+    try:
+        meta = apply_front_matter(task.meta, parsed.meta())
+    except ConfigError as e:
+        raise DocumentError(DeadLetterReason.PARSE_ERROR, f"front matter: {e}") from None
+    return replace(meta, title=parsed.title or meta.title or task.rel_path.rsplit("/", 1)[-1])
+
+
+def _directory_node(task: DocumentTask, meta: DocMeta, full_path: tuple[str, ...], parent_id: str, title: str,
+                    kind: str) -> DirectoryNode:
+    """The node of the document (``kind`` "document") or of one of its headings ("section")."""
+    return DirectoryNode(
+        node_id=ids.directory_id(task.domain, meta.version, full_path), full_path=full_path,
+        parent_id=parent_id, domain=task.domain, collection=task.collection, version=meta.version,
+        title=title, level=len(full_path) - 1, kind=kind, acl=meta.acl, source=task.rel_path,
+    )

@@ -241,81 +241,120 @@ def extract_terms(text: str, max_terms: int = 24) -> list[Term]:
     """
     if max_terms <= 0 or not text:
         return []
-    spans = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-    n = len(spans)
-    if n == 0:
+    scan = _TermScan(text)
+    if scan.n == 0:
         return []
-    toks = [s[0] for s in spans]
-    cats = [_category(t) for t in toks]
-    lower_seen = {t for t, c in zip(toks, cats) if c == "lower" or c == "stop" and t.islower()}
+    scan.capitalized_terms()
+    min_phrase = 1 if scan.n <= _SHORT_TEXT_TOKENS else 2
+    scan.lower_case_phrases(min_phrase)
+    return _ranked_terms(scan.mentions, scan.n, min_phrase, max_terms)
 
-    # joined[i]: token i follows token i-1 on the same line with only spaces between.
-    # initial[i]: token i starts a sentence, a line or a clause after ':' / ';'.
-    joined = [False] * n
-    initial = [True] * n
-    for i in range(1, n):
-        gap = text[spans[i - 1][2]:spans[i][1]]
-        if gap == " ":
-            joined[i] = True
-            initial[i] = False
-        elif "\n" in gap or any(c in gap for c in ".!?:;"):
-            initial[i] = True
-        else:
-            initial[i] = False
-            joined[i] = gap.isspace()
 
-    mentions: list[tuple[str, str, int]] = []   # (surface, kind, first token index)
-    emit = mentions.append
+class _TermScan:
+    """The tokens of one text, their categories and boundaries, and the term mentions found in
+    them, in the order found: ``(surface, kind, first token index)``."""
 
-    def strong_parts(lo: int, hi: int) -> None:
+    def __init__(self, text: str):
+        self.text = text
+        self.spans = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+        self.n = len(self.spans)
+        self.toks = [s[0] for s in self.spans]
+        self.cats = [_category(t) for t in self.toks]
+        self.lower_seen = {t for t, c in zip(self.toks, self.cats) if c == "lower" or c == "stop" and t.islower()}
+        self.joined, self.initial = self._boundaries()
+        self.mentions: list[tuple[str, str, int]] = []
+
+    def _boundaries(self) -> tuple[list[bool], list[bool]]:
+        """joined[i]: token i follows token i-1 on the same line with only spaces between.
+        initial[i]: token i starts a sentence, a line or a clause after ':' / ';'."""
+        n, spans = self.n, self.spans
+        joined = [False] * n
+        initial = [True] * n
+        for i in range(1, n):
+            gap = self.text[spans[i - 1][2]:spans[i][1]]
+            if gap == " ":
+                joined[i] = True
+                initial[i] = False
+            elif "\n" in gap or any(c in gap for c in ".!?:;"):
+                initial[i] = True
+            else:
+                initial[i] = False
+                joined[i] = gap.isspace()
+        return joined, initial
+
+    def _emit(self, surface: str, kind: str, k: int) -> None:
+        self.mentions.append((surface, kind, k))
+
+    def _skippable_lead(self, k: int) -> bool:
+        """Token k cannot start a name: a stop word, or a sentence's capitalized first word
+        that the text also writes in lower case."""
+        return self.cats[k] == "stop" or (
+            self.initial[k] and self.cats[k] == "title" and self.toks[k].lower() in self.lower_seen)
+
+    def _strong_parts(self, lo: int, hi: int) -> None:
         for k in range(lo, hi):
-            if cats[k] in _STRONG:
-                emit((toks[k], cats[k], k))
+            if self.cats[k] in _STRONG:
+                self._emit(self.toks[k], self.cats[k], k)
 
-    def name_run(lo: int, hi: int) -> None:
+    def _name_run(self, lo: int, hi: int) -> None:
         """Emit terms for capitalized tokens lo..hi-1 (no version number)."""
-        while lo < hi and (cats[lo] == "stop" or (
-                initial[lo] and cats[lo] == "title" and toks[lo].lower() in lower_seen)):
+        while lo < hi and self._skippable_lead(lo):
             lo += 1
-        while hi > lo and cats[hi - 1] == "stop":
+        while hi > lo and self.cats[hi - 1] == "stop":
             hi -= 1
         size = hi - lo
         if size <= 0:
             return
         if size == 1:
-            c = cats[lo]
-            if c in _STRONG:
-                emit((toks[lo], c, lo))
-            elif c == "model":
-                emit((toks[lo], "acronym" if len(toks[lo]) <= 3 else "identifier", lo))
-            elif c == "title" and not initial[lo]:
-                emit((toks[lo], "phrase1", lo))
+            self._single_name(lo)
             return
         if size <= _MAX_RUN:
-            emit((text[spans[lo][1]:spans[hi - 1][2]], "multiword", lo))
-            strong_parts(lo, hi)
+            self._emit(self.text[self.spans[lo][1]:self.spans[hi - 1][2]], "multiword", lo)
+            self._strong_parts(lo, hi)
             return
         start = lo
         for k in range(lo, hi + 1):
-            if k == hi or cats[k] == "stop":
+            if k == hi or self.cats[k] == "stop":
                 if k > start:
                     if k - start <= _MAX_RUN and (k - start) < size:
-                        name_run(start, k)
+                        self._name_run(start, k)
                     else:
-                        strong_parts(start, k)
+                        self._strong_parts(start, k)
                 start = k + 1
 
-    i = 0
-    while i < n:
-        c = cats[i]
-        if c == "ver":
-            emit((toks[i], "versioned", i))
-            i += 1
-            continue
-        if c not in _RUN and c != "stop" or c == "stop" and not toks[i][:1].isupper():
-            i += 1
-            continue
-        # Collect a run of capitalized tokens, ended by a version / model number.
+    def _single_name(self, k: int) -> None:
+        c, tok = self.cats[k], self.toks[k]
+        if c in _STRONG:
+            self._emit(tok, c, k)
+        elif c == "model":
+            self._emit(tok, "acronym" if len(tok) <= 3 else "identifier", k)
+        elif c == "title" and not self.initial[k]:
+            self._emit(tok, "phrase1", k)
+
+    def capitalized_terms(self) -> None:
+        """Runs of capitalized tokens (names), each maybe ended by a version or model number,
+        and versioned tokens."""
+        i = 0
+        while i < self.n:
+            c = self.cats[i]
+            if c == "ver":
+                self._emit(self.toks[i], "versioned", i)
+                i += 1
+                continue
+            if c not in _RUN and c != "stop" or c == "stop" and not self.toks[i][:1].isupper():
+                i += 1
+                continue
+            j, version_at = self._run_end(i)
+            if version_at < 0:
+                self._name_run(i, j)
+                i = j
+                continue
+            i = self._versioned_name(i, version_at)
+
+    def _run_end(self, i: int) -> tuple[int, int]:
+        """(end of the run of capitalized tokens from i, index of the version or model number
+        that ends it or -1)."""
+        cats, toks, joined, n = self.cats, self.toks, self.joined, self.n
         j = i + 1
         version_at = -1
         while j < n and joined[j]:
@@ -330,60 +369,66 @@ def extract_terms(text: str, max_terms: int = 24) -> list[Term]:
         if version_at >= 0 and cats[version_at] == "num" and version_at + 1 < n \
                 and joined[version_at + 1] and toks[version_at + 1].lower() in _UNIT_WORDS:
             version_at = -1          # "Charge 15 W": a quantity, not a version
-        if version_at < 0:
-            name_run(i, j)
-            i = j
-            continue
+        return j, version_at
+
+    def _versioned_name(self, i: int, version_at: int) -> int:
+        """Emit the name from i ended by the number at ``version_at``; the next token to scan."""
         lo = i
-        while lo < version_at and (cats[lo] == "stop" or (
-                initial[lo] and cats[lo] == "title" and toks[lo].lower() in lower_seen)):
+        while lo < version_at and self._skippable_lead(lo):
             lo += 1
         if lo == version_at:
-            if cats[version_at] == "model":
-                name_run(version_at, version_at + 1)
-            i = version_at + 1
-            continue
+            if self.cats[version_at] == "model":
+                self._name_run(version_at, version_at + 1)
+            return version_at + 1
         name_lo = max(lo, version_at - _MAX_NAME)
         if name_lo > lo:
-            name_run(lo, name_lo)
-        emit((text[spans[name_lo][1]:spans[version_at][2]], "versioned", name_lo))
-        strong_parts(name_lo, version_at)
-        i = version_at + 1
+            self._name_run(lo, name_lo)
+        self._emit(self.text[self.spans[name_lo][1]:self.spans[version_at][2]], "versioned", name_lo)
+        self._strong_parts(name_lo, version_at)
+        return version_at + 1
 
-    # Lower-case noun-like n-grams inside clauses.
-    grams: dict[str, list] = {}
-    seg: list[int] = []
-    for k in range(n + 1):
-        ok = k < n and cats[k] == "lower" and len(toks[k]) >= 3
-        if ok and seg and joined[k]:
-            seg.append(k)
-            continue
-        if len(seg) >= 2:
-            for size in (2, 3):
-                for s in range(len(seg) - size + 1):
-                    key = " ".join(toks[seg[s + q]] for q in range(size))
-                    rec = grams.get(key)
-                    if rec is None:
-                        grams[key] = [1, seg[s], size]
-                    else:
-                        rec[0] += 1
-        seg = [k] if ok else []
-    min_phrase = 1 if n <= _SHORT_TEXT_TOKENS else 2
-    kept = {g: r for g, r in grams.items() if r[0] >= min_phrase}
-    covered: dict[str, int] = {}      # bigram -> largest count of a kept trigram containing it
-    for g, (cnt, _, size) in kept.items():
-        if size == 3:
-            a, b, c = g.split(" ")
-            for bigram in (a + " " + b, b + " " + c):
-                covered[bigram] = max(covered.get(bigram, 0), cnt)
-    for g in sorted(kept):
-        cnt, first, size = kept[g]
-        if size == 2 and covered.get(g, 0) >= cnt:
-            continue              # never seen outside a longer phrase
-        for _ in range(cnt):
-            emit((g, "phrase", first))
+    def _lower_case_grams(self) -> dict[str, list]:
+        """Lower-case noun-like 2- and 3-grams inside clauses: gram -> [count, first index, size]."""
+        cats, toks, joined, n = self.cats, self.toks, self.joined, self.n
+        grams: dict[str, list] = {}
+        seg: list[int] = []
+        for k in range(n + 1):
+            ok = k < n and cats[k] == "lower" and len(toks[k]) >= 3
+            if ok and seg and joined[k]:
+                seg.append(k)
+                continue
+            if len(seg) >= 2:
+                for size in (2, 3):
+                    for s in range(len(seg) - size + 1):
+                        key = " ".join(toks[seg[s + q]] for q in range(size))
+                        rec = grams.get(key)
+                        if rec is None:
+                            grams[key] = [1, seg[s], size]
+                        else:
+                            rec[0] += 1
+            seg = [k] if ok else []
+        return grams
 
-    # Aggregate per norm and score.
+    def lower_case_phrases(self, min_phrase: int) -> None:
+        """Emit each lower-case phrase seen at least ``min_phrase`` times once per mention; a
+        bigram never seen outside a kept trigram is left out."""
+        kept = {g: r for g, r in self._lower_case_grams().items() if r[0] >= min_phrase}
+        covered: dict[str, int] = {}      # bigram -> largest count of a kept trigram containing it
+        for g, (cnt, _, size) in kept.items():
+            if size == 3:
+                a, b, c = g.split(" ")
+                for bigram in (a + " " + b, b + " " + c):
+                    covered[bigram] = max(covered.get(bigram, 0), cnt)
+        for g in sorted(kept):
+            cnt, first, size = kept[g]
+            if size == 2 and covered.get(g, 0) >= cnt:
+                continue              # never seen outside a longer phrase
+            for _ in range(cnt):
+                self._emit(g, "phrase", first)
+
+
+def _ranked_terms(mentions: list[tuple[str, str, int]], n: int, min_phrase: int, max_terms: int) -> list[Term]:
+    """Aggregate ``mentions`` per norm, score each surface form, keep the best per norm."""
     freq: dict[str, int] = {}
     forms: dict[tuple[str, str], list] = {}     # (norm, surface) -> [kind, first index]
     for surface, kind, k in mentions:

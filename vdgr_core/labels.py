@@ -8,29 +8,15 @@ vocabulary needs no fixed-width strings and a query stem is found with one ``sea
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from vdgr_core.stopwords import STOP_WORDS
-from vdgr_core.tokens import stem as _stem, tokens
+from vdgr_core.tokens import stem as _stem
 
 _STOP_ARRAY = pa.array(sorted(STOP_WORDS), pa.string())
-
-
-def content_words(text: str) -> list[str]:
-    """Content words of ``text`` with repeats (BM25 needs term frequencies)."""
-    return [t for t in tokens(text) if t not in STOP_WORDS and (len(t) > 1 or t.isdigit())]
-
-
-def label_stems(full_path: Sequence[str], summary: Optional[str]) -> list[str]:
-    """Stems of a directory's label (empty for a domain root: its path has one title)."""
-    if len(full_path) <= 1:
-        return []
-    text = " ".join(full_path[1:]) + "\n" + (summary or "")
-    return [_stem(t) for t in content_words(text)]
 
 
 def label_key(stem: str) -> int:
@@ -39,8 +25,9 @@ def label_key(stem: str) -> int:
 
 
 def content_words_of(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """:func:`content_words` of many texts at once, with Arrow's kernels: the words of every
-    text in order, flattened, and the text each word belongs to.
+    """The content words of many texts at once (their tokens with repeats, stop words and
+    one-letter words other than digits dropped), with Arrow's kernels: the words of every text
+    in order, flattened, and the text each word belongs to.
 
     The same tokens as :func:`vdgr_core.tokens.tokens` (a run of ``[a-z0-9]`` and its trailing
     ``+``): a space is put after every token, the text split on everything else, and a ``+``

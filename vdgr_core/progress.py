@@ -30,13 +30,12 @@ PUBLISH_INTERVAL_S = 1.0
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The counts at one moment (``elapsed_s`` since :meth:`BuildProgress.start`)."""
+    """The counts at one moment of a build (since :meth:`BuildProgress.start`)."""
 
     documents_total: int
     documents_parsed: int
     texts_queued: int
     texts_embedded: int
-    elapsed_s: float
     embed_s: float            # since the first text was embedded
 
     @property
@@ -100,7 +99,7 @@ class BuildProgress:
     def start(self, documents_total: int) -> None:
         with self._lock:
             self._total, self._parsed, self._queued, self._embedded = documents_total, 0, 0, 0
-            self._t0, self._first_embed = self._clock(), None
+            self._first_embed = None
 
     def parsed(self, documents: int = 1) -> None:
         with self._lock:
@@ -135,7 +134,7 @@ class BuildProgress:
                                         self._embedded + others[2])
             if self._first_embed is None and embedded:
                 self._first_embed = now       # first seen in a worker's counts
-            return Snapshot(self._total, parsed, max(queued, embedded), embedded, now - self._t0,
+            return Snapshot(self._total, parsed, max(queued, embedded), embedded,
                             now - self._first_embed if self._first_embed is not None else 0.0)
 
 

@@ -181,9 +181,19 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     svc = Service(holder, auth, limiter, metrics)
     metrics.serving(holder.current().build_id, reload=False)
     holder.subscribe(lambda snap: metrics.serving(snap.build_id, reload=True))
-    page, script, style = _static("index.html"), _static("page.js"), _static("page.css")
-    documents = DocumentSource(corpus)
+    app = _new_app(holder, svc, limits)
+    _add_page_routes(app, holder, metrics)
+    _add_api_routes(app, svc, DocumentSource(corpus))
+    # the guard runs inside the metrics (so its refusals are counted), both after the routes exist
+    app.add_middleware(RequestGuard, auth=auth, limiter=limiter, failures=failures, limits=limits,
+                       metrics=metrics)
+    app.add_middleware(_Metrics, metrics=metrics, paths=frozenset(getattr(r, "path", "") for r in app.routes))
+    return app
 
+
+def _new_app(holder: SnapshotHolder, svc: Service, limits: ServeLimits) -> _GuardedApp:
+    """The application without routes: ``holder``'s reload thread runs while it does, and the
+    service's error envelope answers 404, 405 and 500."""
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
@@ -200,19 +210,12 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     app.state.service = svc
     app.state.limits = limits
     install_handlers(app)
+    return app
 
-    async def caller(request: Request) -> Caller:
-        """The caller :class:`RequestGuard` authenticated from the headers, before the body."""
-        who = request.scope.get(CALLER_KEY)
-        if who is None:     # the guard authenticates every /v1/ request; anything else fails closed
-            raise ApiError(401, "missing credential", headers={"WWW-Authenticate": "Bearer"})
-        return who
 
-    def run_query(who: Caller, body: QueryBody, **kw) -> tuple[QueryResult, Snapshot]:
-        try:
-            return svc.query(who, body, **kw)
-        except (ValueError, VdgrError) as exc:
-            raise ApiError(400, str(exc)) from None
+def _add_page_routes(app: FastAPI, holder: SnapshotHolder, metrics: ServiceMetrics) -> None:
+    """The search page and its script and style, the health check and the Prometheus metrics."""
+    page, script, style = _static("index.html"), _static("page.js"), _static("page.css")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
@@ -236,12 +239,50 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
     def prometheus():
         return Response(metrics.render(), media_type=metrics.content_type)
 
+
+async def _caller(request: Request) -> Caller:
+    """The caller :class:`RequestGuard` authenticated from the headers, before the body."""
+    who = request.scope.get(CALLER_KEY)
+    if who is None:     # the guard authenticates every /v1/ request; anything else fails closed
+        raise ApiError(401, "missing credential", headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+def _chat_query(body: ChatRequest) -> QueryBody:
+    """The query a chat request asks (its last user message), validated as ``/v1/query``'s."""
+    if body.model != MODEL:
+        raise ApiError(400, f"model: not served here; the one model is {MODEL!r}", field="model")
+    try:
+        question = body.question()
+    except ValueError as exc:
+        raise ApiError(400, f"invalid request body: {exc}", field="messages") from None
+    if len(question) > QUESTION_MAX:
+        raise ApiError(400, f"invalid request body: messages: the question (the last user message) has "
+                            f"{len(question)} characters; the limit is {QUESTION_MAX}", field="messages")
+    try:
+        return QueryBody.model_validate({"question": question, "domain": body.domain,
+                                         "version": body.version, "k": body.k})
+    except ValidationError as exc:
+        message, field = describe(exc.errors(), rename={"question": "messages"})
+        raise ApiError(400, "invalid request body: " + message, field=field) from None
+
+
+def _add_api_routes(app: FastAPI, svc: Service, documents: DocumentSource) -> None:
+    """``/v1/``: models, domains, documents, query and the OpenAI-compatible chat."""
+    holder, metrics = svc.holder, svc.metrics
+
+    def run_query(who: Caller, body: QueryBody, **kw) -> tuple[QueryResult, Snapshot]:
+        try:
+            return svc.query(who, body, **kw)
+        except (ValueError, VdgrError) as exc:
+            raise ApiError(400, str(exc)) from None
+
     @app.get("/v1/models")
-    def models(who: Caller = Depends(caller)):
+    def models(who: Caller = Depends(_caller)):
         return {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "vdgr"}]}
 
     @app.get("/v1/domains")
-    def domains(response: Response, who: Caller = Depends(caller)):
+    def domains(response: Response, who: Caller = Depends(_caller)):
         """The domains (with versions) holding content the caller may read."""
         snap = holder.current()
         response.headers[BUILD_HEADER] = snap.build_id
@@ -255,7 +296,7 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
         return {"domains": out}
 
     @app.get("/v1/documents/{doc_id}")
-    def document(doc_id: str, who: Caller = Depends(caller)):
+    def document(doc_id: str, who: Caller = Depends(_caller)):
         """The source file of an indexed document the caller may read (404 alike otherwise)."""
         snap = holder.current()
         served = documents.fetch(snap.kb.reader, doc_id, who.groups)
@@ -263,28 +304,14 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
                         headers={**served.headers, BUILD_HEADER: snap.build_id})
 
     @app.post("/v1/query")
-    def query(body: QueryBody, response: Response, who: Caller = Depends(caller)):
+    def query(body: QueryBody, response: Response, who: Caller = Depends(_caller)):
         result, snap = run_query(who, body)
         response.headers[BUILD_HEADER] = snap.build_id
         return result.model_dump(mode="json")
 
     @app.post("/v1/chat/completions")
-    def chat(body: ChatRequest, who: Caller = Depends(caller)):
-        if body.model != MODEL:
-            raise ApiError(400, f"model: not served here; the one model is {MODEL!r}", field="model")
-        try:
-            question = body.question()
-        except ValueError as exc:
-            raise ApiError(400, f"invalid request body: {exc}", field="messages") from None
-        if len(question) > QUESTION_MAX:
-            raise ApiError(400, f"invalid request body: messages: the question (the last user message) has "
-                                f"{len(question)} characters; the limit is {QUESTION_MAX}", field="messages")
-        try:
-            item = QueryBody.model_validate({"question": question, "domain": body.domain,
-                                             "version": body.version, "k": body.k})
-        except ValidationError as exc:
-            message, field = describe(exc.errors(), rename={"question": "messages"})
-            raise ApiError(400, "invalid request body: " + message, field=field) from None
+    def chat(body: ChatRequest, who: Caller = Depends(_caller)):
+        item = _chat_query(body)
         created = int(time.time())
         # a stream retrieves first, then streams the knowledge base's answer stage
         result, snap = run_query(who, item, with_answer=not body.stream)
@@ -297,9 +324,3 @@ def create_app(holder: SnapshotHolder, auth: Authenticator, limiter: RateLimiter
                             on_done=lambda: metrics.stream.observe(time.perf_counter() - t0))
         return StreamingResponse(events, media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-
-    # the guard runs inside the metrics (so its refusals are counted), both after the routes exist
-    app.add_middleware(RequestGuard, auth=auth, limiter=limiter, failures=failures, limits=limits,
-                       metrics=metrics)
-    app.add_middleware(_Metrics, metrics=metrics, paths=frozenset(getattr(r, "path", "") for r in app.routes))
-    return app

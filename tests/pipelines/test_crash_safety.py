@@ -21,7 +21,7 @@ from pipelines.run_build import run_build
 from pipelines.run_update import run_update
 from vdgr_core.store.gc import collect_garbage
 from schemas import tables as T
-from tests.pipelines.test_update_property import _apply, _cfg, _snapshot
+from tests.support.update_ops import apply_op, hashing_config, snapshot
 from vdgr_core.store.failpoints import ENV, POINTS, TABLE_POINT
 from vdgr_core.store.location import COMPLETE_MARKER, IndexLocation
 from vdgr_core.store.reader import IndexReader
@@ -63,17 +63,17 @@ def crashed(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("crash"))
     old_corpus, new_corpus = os.path.join(root, "old"), os.path.join(root, "new")
     for corpus in (old_corpus, new_corpus):
-        _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
-        _apply(corpus, ("write", "hr/d.md", 1, [2]))
-        _apply(corpus, ("write", "net/c.md", 2, [3]))
-    _apply(new_corpus, ("write", "net/routers/a.md", 0, [1, 3]))     # changed
-    _apply(new_corpus, ("write", "hr/policies/e.md", 3, [2, 0]))     # added
-    _apply(new_corpus, ("delete", "net/c.md"))                       # deleted
+        apply_op(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
+        apply_op(corpus, ("write", "hr/d.md", 1, [2]))
+        apply_op(corpus, ("write", "net/c.md", 2, [3]))
+    apply_op(new_corpus, ("write", "net/routers/a.md", 0, [1, 3]))     # changed
+    apply_op(new_corpus, ("write", "hr/policies/e.md", 3, [2, 0]))     # added
+    apply_op(new_corpus, ("delete", "net/c.md"))                       # deleted
     old, new = os.path.join(root, "old-index"), os.path.join(root, "new-index")
-    run_build(_cfg(old_corpus, old))
-    run_build(_cfg(new_corpus, new))
+    run_build(hashing_config(old_corpus, old))
+    run_build(hashing_config(new_corpus, new))
     old_remote = "file://" + os.path.join(root, "bucket", "old-index")
-    run_build(_cfg(old_corpus, old_remote))
+    run_build(hashing_config(old_corpus, old_remote))
     work = {}
     for case in CASES:
         index = os.path.join(root, "runs", _case_id(case).replace("/", "_"))
@@ -85,7 +85,7 @@ def crashed(tmp_path_factory):
         work[case] = index
     with ThreadPoolExecutor(max_workers=3) as pool:
         runs = dict(zip(CASES, pool.map(lambda c: _killed_run(c[0], new_corpus, work[c], c[1]), CASES)))
-    return {"new_corpus": new_corpus, "old_index": old, "old": _snapshot(old), "new": _snapshot(new),
+    return {"new_corpus": new_corpus, "old_index": old, "old": snapshot(old), "new": snapshot(new),
             "old_digests": _digests(old), "new_digests": _digests(new), "work": work, "runs": runs}
 
 
@@ -99,23 +99,23 @@ def test_kill_at_failpoint_leaves_old_or_new_and_rerun_converges(crashed, case, 
         monkeypatch.setenv("VDGR_SHARD_CACHE", str(tmp_path / "shard-cache"))
         assert _digests(index) in (crashed["old_digests"], crashed["new_digests"])
     else:
-        assert _snapshot(index) in (crashed["old"], crashed["new"])
+        assert snapshot(index) in (crashed["old"], crashed["new"])
     if point == "commit.manifest_written":
-        assert _snapshot(index) == crashed["new"]
+        assert snapshot(index) == crashed["new"]
     if point == "store.folder_uploaded_without_marker":
         loc = IndexLocation(index)
         new = {f for fs in crashed["new_digests"][2].values() for f in fs}
         old = {f for fs in crashed["old_digests"][2].values() for f in fs}
         incomplete = [f for f in new - old if loc.exists(f) and not loc.folder_complete(f)]
         assert incomplete, "the upload left no partial folder"
-    config = _cfg(crashed["new_corpus"], index)
+    config = hashing_config(crashed["new_corpus"], index)
     (run_build if command == "index" else run_update)(config)
     if remote:
         assert _digests(index) == crashed["new_digests"]
         for folder in (f for fs in crashed["new_digests"][2].values() for f in fs):
             assert IndexLocation(index).exists(f"{folder}/{COMPLETE_MARKER}")
     else:
-        assert _snapshot(index) == crashed["new"]
+        assert snapshot(index) == crashed["new"]
 
 
 def _data_files(index: str) -> dict[str, set[str]]:
@@ -145,10 +145,10 @@ def test_fragments_of_a_killed_writer_are_named_by_no_manifest_and_gc_removes_th
     assert run.returncode == -signal.SIGKILL, run.stderr[-2000:]
     orphans = _data_files(index)
     assert orphans["on_disk"] - orphans["named"], "the killed run left no fragment behind"
-    assert _snapshot(index) == crashed["old"]
-    (run_build if command == "index" else run_update)(_cfg(crashed["new_corpus"], index))
-    assert _snapshot(index) == crashed["new"]
+    assert snapshot(index) == crashed["old"]
+    (run_build if command == "index" else run_update)(hashing_config(crashed["new_corpus"], index))
+    assert snapshot(index) == crashed["new"]
     collect_garbage(index, keep=datetime.timedelta(0))
     after = _data_files(index)
     assert after["on_disk"] == after["named"]
-    assert _snapshot(index) == crashed["new"]
+    assert snapshot(index) == crashed["new"]

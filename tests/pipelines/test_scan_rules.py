@@ -7,7 +7,7 @@ import os
 from pipelines.run_build import run_build
 from pipelines.run_update import run_update
 from schemas import tables as T
-from tests.pipelines.test_update_property import _cfg, _snapshot
+from tests.support.update_ops import hashing_config, snapshot
 from tests.support.corpus import write_corpus
 from vdgr_core.store.reader import IndexReader
 
@@ -29,7 +29,7 @@ def _hostile_corpus(root: str) -> str:
 def test_build_completes_and_refused_entries_are_dead_letters(tmp_path):
     corpus = _hostile_corpus(str(tmp_path))
     index = str(tmp_path / "index")
-    report = run_build(_cfg(corpus, index))
+    report = run_build(hashing_config(corpus, index))
     reader = IndexReader(index)
     dead = {r["path"]: r["reason"] for r in reader.arrow(T.DEAD_LETTERS).to_pylist()}
     assert dead == {"net/a/leak.md": "outside_root", "net/a/loop": "symlink_loop",
@@ -44,14 +44,14 @@ def test_build_completes_and_refused_entries_are_dead_letters(tmp_path):
 def test_update_of_a_refused_entry_equals_a_rebuild(tmp_path):
     corpus = _hostile_corpus(str(tmp_path))
     live = str(tmp_path / "live")
-    run_build(_cfg(corpus, live))
+    run_build(hashing_config(corpus, live))
     link = os.path.join(corpus, "net", "a", "leak.md")
     os.unlink(link)                               # the symlink becomes a real document
     with open(link, "w", encoding="utf-8") as f:
         f.write("# Leak\n\nNow a real file inside the corpus.\n")
     os.unlink(os.path.join(corpus, "net", "a", "loop"))
-    report = run_update(_cfg(corpus, live))
+    report = run_update(hashing_config(corpus, live))
     assert set(report.plan.changed) == {"net/a/leak.md"} and set(report.plan.deleted) == {"net/a/loop"}
     fresh = str(tmp_path / "fresh")
-    run_build(_cfg(corpus, fresh))
-    assert _snapshot(live) == _snapshot(fresh)
+    run_build(hashing_config(corpus, fresh))
+    assert snapshot(live) == snapshot(fresh)

@@ -11,7 +11,7 @@ from pipelines.run_update import run_update
 from pipelines.update_plan import current_fingerprints
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, StoreConfig
-from tests.pipelines.test_update_property import _snapshot
+from tests.support.update_ops import snapshot
 from tests.support.corpus import write_corpus
 from tests.support.layouts import strip_layout_vectors
 from vdgr_core.corpus import scan_corpus
@@ -125,7 +125,7 @@ def test_update_of_subshards_and_vector_indexes_equals_a_rebuild(tmp_path):
     report = run_update(_cfg(corpus, live, **store))
     assert set(report.plan.changed) == {"net/v2/doc05.md"} and report.plan.deleted == ("net/v0/doc03.md",)
     run_build(_cfg(corpus, fresh, **store))
-    assert _snapshot(live) == _snapshot(fresh)
+    assert snapshot(live) == snapshot(fresh)
     reader = IndexReader(live)
     hits = reader.shard("net").search("warranty uplink", 5, SearchScope())
     assert hits and hits[0][0] in {r["chunk_id"] for r in reader.arrow(T.CONTENTS).to_pylist()
@@ -138,7 +138,7 @@ def test_update_of_subshards_and_vector_indexes_equals_a_rebuild(tmp_path):
     run_update(_cfg(corpus, live, **store))
     run_build(_cfg(corpus, str(tmp_path / "fresh2"), **store))
     assert IndexReader(live).manifest.subshards == {"net": 8}
-    assert _snapshot(live) == _snapshot(str(tmp_path / "fresh2"))
+    assert snapshot(live) == snapshot(str(tmp_path / "fresh2"))
 
 
 def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):

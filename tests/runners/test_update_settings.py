@@ -8,6 +8,7 @@ from runners.cli import main
 from schemas.config import BuildConfig, ChunkingConfig, EmbeddingConfig
 from schemas.errors import SettingsChangeError
 from tests.support.corpus import write_corpus
+from vdgr_core.safety import content_rules
 from vdgr_core.store.reader import IndexReader
 
 FILES = {
@@ -60,7 +61,7 @@ def test_run_update_refuses_other_settings_unless_asked(hashing_index):
     corpus, index = hashing_index
     recorded = IndexReader(index).manifest.config
     same = BuildConfig.from_settings(recorded, corpus=corpus, index=index)
-    assert same.settings() == recorded
+    assert same.settings(content_rules()) == recorded
     other = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"),
                         chunking=ChunkingConfig(max_tokens=64, overlap_tokens=4))
     with pytest.raises(SettingsChangeError, match="chunking.max_tokens: 200 -> 64"):

@@ -10,17 +10,17 @@ import sys
 import pytest
 
 from runners.cli import main
-from tests.pipelines.test_update_property import _apply, _cfg, _snapshot
-from tests.vdgr_core.test_lock import REPO, Holder
+from tests.support.lock_holder import REPO, Holder
+from tests.support.update_ops import apply_op, hashing_config, snapshot
 from pipelines.run_build import run_build
 
 
 @pytest.fixture
 def built(tmp_path):
     corpus, index = str(tmp_path / "corpus"), str(tmp_path / "index")
-    _apply(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
-    _apply(corpus, ("write", "hr/d.md", 1, [2]))
-    run_build(_cfg(corpus, index))
+    apply_op(corpus, ("write", "net/routers/a.md", 0, [0, 1]))
+    apply_op(corpus, ("write", "hr/d.md", 1, [2]))
+    run_build(hashing_config(corpus, index))
     return corpus, index
 
 
@@ -42,8 +42,8 @@ def test_busy_index_exits_with_a_message(built, capsys, command):
 
 def test_two_concurrent_updates_both_succeed_and_lose_nothing(built, tmp_path):
     corpus, index = built
-    _apply(corpus, ("write", "net/c.md", 2, [3]))
-    _apply(corpus, ("meta", "hr", "2.0"))
+    apply_op(corpus, ("write", "net/c.md", 2, [3]))
+    apply_op(corpus, ("meta", "hr", "2.0"))
     cmd = [sys.executable, "-m", "runners.cli", "update", corpus, "--index", index, "--embedding", "hashing",
            "-q", "--lock-timeout", "300"]
     procs = [subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -55,6 +55,6 @@ def test_two_concurrent_updates_both_succeed_and_lose_nothing(built, tmp_path):
     # one applied the change, the other (after waiting) found nothing left to do
     assert sorted("index unchanged" in out for out, _ in outs) == [False, True]
     fresh = str(tmp_path / "fresh")
-    run_build(_cfg(corpus, fresh))
-    assert _snapshot(index) == _snapshot(fresh)
+    run_build(hashing_config(corpus, fresh))
+    assert snapshot(index) == snapshot(fresh)
     assert not os.listdir(os.path.join(index, "_staging")) if os.path.isdir(os.path.join(index, "_staging")) else True

@@ -76,8 +76,8 @@ def test_flags_json_and_recorded_settings_are_unchanged():
     assert (config.chunking.max_tokens, config.chunking.overlap_tokens, config.embedding.kind) == (48, 3, "hashing")
     # the JSON and the manifest's recorded settings name the flat fields, as before the slices
     assert BuildConfig.model_validate_json(config.model_dump_json()) == config
-    settings = config.settings()
+    settings = config.settings("rules")
     assert {"chunking", "embedding", "limits", "store", "summary_sentences", "summary_max_chars",
             "max_entities_per_chunk", "title_entities", "content_rules"} <= set(settings)
     assert "slices" not in settings
-    assert BuildConfig.from_settings(settings, corpus="corpus", index="idx").settings() == settings
+    assert BuildConfig.from_settings(settings, corpus="corpus", index="idx").settings("rules") == settings

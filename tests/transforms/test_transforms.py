@@ -16,19 +16,19 @@ from schemas.config import BuildConfig, EmbeddingConfig
 from schemas.records import Chunk, DirectoryNode, DocMeta, DocumentTask
 from vdgr_core.indexing.per_document import DocumentTree, pack_tree, unpack_tree
 from schemas.tables import COOCCURS
+from tests.support.tree_summary import summarize_tree
 from transforms.directories import SummarizeDirectoriesByLevel
 from transforms.documents import SKIPPED, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import PublishStaged, StageRows, read_staged_file
+from transforms.write import PublishStaged, StageRows
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.ids import chunk_id, entity_id
 from vdgr_core.indexing.annotate import annotate_offline
 from vdgr_core.indexing.document import IndexedDocument
 from vdgr_core.indexing.entity_merge import fixed_point
 from vdgr_core.indexing.per_document import AnnotatedDocument
-from vdgr_core.indexing.tree_summary import summarize_tree
 from vdgr_core.store import digest as dg
 
 
@@ -210,6 +210,14 @@ def test_embed_in_batches_embeds_each_text_once_and_makes_every_row(tmp_path):
         assert_that(out[NEW_VECTORS] | beam.Map(lambda r: r["key"]), equal_to(["k1", "k2"]), label="new")
 
 
+def _staged_file(path: str) -> pa.Table:
+    """The rows of one staged file."""
+    from transforms.write import decode_rows
+
+    with open(path, "rb") as f:
+        return decode_rows(f.read())
+
+
 def test_staged_rows_are_bounded_files_listed_with_their_digests(tmp_path):
     from pipelines.staging import Staging
 
@@ -224,7 +232,7 @@ def test_staged_rows_are_bounded_files_listed_with_their_digests(tmp_path):
     listed = staging.staged()
     assert sorted(staging.read_table("t", schema).to_pylist(), key=lambda r: r["n"]) == rows
     assert listed.rows == {"t": 25} and staging.read_table("e", schema).num_rows == 0
-    assert all(read_staged_file(f).num_rows <= 4 for f in listed.files["t"])
+    assert all(_staged_file(f).num_rows <= 4 for f in listed.files["t"])
     whole = pa.Table.from_pylist(rows, schema=schema)
     assert listed.digests["t"] == dg.domain_digests(whole)     # sums of per-file digests
     names = sorted(f.name for f in (tmp_path / "index" / "_staging" / "run" / "t").iterdir())

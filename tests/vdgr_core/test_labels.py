@@ -3,7 +3,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vdgr_core.labels import content_words, content_words_of, label_key, label_keys_of
+from tests.support.labels import content_words
+from vdgr_core.labels import content_words_of, label_key, label_keys_of
 from vdgr_core.tokens import stem
 
 ALPHABET = "abcxyz0129+ -_./\n\tÉéü中C++S10"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-from vdgr_core import labels
+from tests.support.labels import content_words
 from vdgr_core.query import textutil
 from vdgr_core.stopwords import STOP_WORDS
 from vdgr_core.store import tantivy_shard
@@ -16,7 +16,7 @@ def test_bm25_labels_and_query_terms_drop_the_same_words():
     question = "How do I reset the Orbit X2 router to its factory settings?"
     want = ["reset", "orbit", "x2", "router", "factory", "settings"]
     assert tantivy_shard.query_terms(question) == want
-    assert labels.content_words(question) == want
+    assert content_words(question) == want
     assert textutil.terms(question) == want
     assert {"the", "how", "to", "its"} <= STOP_WORDS
 

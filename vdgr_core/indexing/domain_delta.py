@@ -21,7 +21,7 @@ from schemas.records import Chunk, DirectoryNode, Term
 from vdgr_core.indexing.annotate import EntityMention, annotation_from_terms
 from vdgr_core.indexing.tree_summary import merge_directory_nodes
 
-_NODE_FIELDS = tuple(f.name for f in fields(DirectoryNode) if f.name != "text_summary")
+_NODE_FIELDS = tuple(f.name for f in fields(DirectoryNode))
 
 
 def chunk_from_row(row: Mapping) -> Chunk:

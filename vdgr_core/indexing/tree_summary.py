@@ -41,54 +41,12 @@ def may_contribute(parent_acl: Sequence[str], child_acl: Sequence[str]) -> bool:
     return bool(parent_acl) and set(parent_acl) <= set(child_acl)
 
 
-def summarize_tree(
-    nodes: Sequence[DirectoryNode],
-    chunk_summaries: Sequence[tuple[str, int, str, tuple[str, ...]]],
-    summarizer: Optional[DirectorySummarizer] = None,
-    *,
-    max_chars: int = 600,
-    only: Optional[Collection[str]] = None,
-) -> list[DirectoryNode]:
-    """Fill ``summary`` on every node of one domain, deepest first.
-
-    Parameters
-    ----------
-    nodes:
-        The (already merged) directory nodes of one domain.
-    chunk_summaries:
-        (parent_id, position, summary, acl) for each content node of the domain.
-    summarizer:
-        Combines (title, children, own summary); the offline default is extractive.
-    only:
-        When given (an update), only these node ids are summarized again; every other node
-        keeps the summary it carries, which its parent then reads. The caller passes every
-        node whose own fields, chunks or children changed, and all their ancestors.
-    """
-    by_id = {n.node_id: n for n in nodes}
-    children: dict[str, list[str]] = defaultdict(list)
-    for n in nodes:
-        if n.parent_id in by_id:
-            children[n.parent_id].append(n.node_id)
-    own_chunks: dict[str, list[tuple[int, str, tuple[str, ...]]]] = defaultdict(list)
-    for parent_id, position, summary, acl in chunk_summaries:
-        own_chunks[parent_id].append((position, summary, tuple(acl)))
-
-    done: dict[str, DirectoryNode] = {}
-    for n in sorted(nodes, key=lambda n: (-n.level, n.node_id)):
-        if only is not None and n.node_id not in only:
-            done[n.node_id] = n
-            continue
-        kids = [done[c] for c in children.get(n.node_id, [])]
-        done[n.node_id] = summarize_node(n, own_chunks.get(n.node_id, []), kids, summarizer, max_chars=max_chars)
-    return [done[n.node_id] for n in sorted(nodes, key=lambda n: n.node_id)]
-
-
 def summarize_node(node: DirectoryNode, own_chunks: Sequence[tuple[int, str, tuple[str, ...]]],
                    children: Sequence[DirectoryNode], summarizer: Optional[DirectorySummarizer] = None,
                    *, max_chars: int = 600) -> DirectoryNode:
     """``node`` with its summary, from its own chunks' (position, summary, acl) and its children
-    (already summarized): one step of the bottom-up pass, shared by :func:`summarize_tree` and
-    the build's level-by-level summaries (transforms/directories.py)."""
+    (already summarized): one step of the bottom-up pass: the build's level-by-level summaries
+    (transforms/directories.py) and the update's (vdgr_core/indexing/row_delta.py)."""
     summarizer = summarizer or (lambda title, children, own: directory_summary(
         title, children, own, max_chars=max_chars))
     parts = [s for _, s, acl in sorted(own_chunks) if s and may_contribute(node.acl, acl)]
@@ -96,7 +54,7 @@ def summarize_node(node: DirectoryNode, own_chunks: Sequence[tuple[int, str, tup
     kids = sorted(children, key=lambda c: (c.title, c.node_id))
     kid_pairs = [(c.title, c.summary) for c in kids if may_contribute(node.acl, c.acl)]
     summary = summarizer(node.title, kid_pairs, own) if (kid_pairs or own) else node.title
-    return dataclasses.replace(node, summary=summary, text_summary=own)
+    return dataclasses.replace(node, summary=summary)
 
 
 def llm_directory_summarizer(client, *, max_chars: int = 600,

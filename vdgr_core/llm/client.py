@@ -14,7 +14,6 @@ import re
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 import openai
@@ -454,40 +453,6 @@ class LLMClient:
         obj = self._run(stage, messages, params, accept)
         self._cache_put(key, obj.model_dump_json())
         return obj
-
-    def map_structured(
-        self,
-        stage: str,
-        list_of_messages: Sequence[Messages],
-        response_model: type[M],
-        *,
-        return_exceptions: bool = False,
-    ) -> list:
-        """Run :meth:`structured` over many requests concurrently, preserving order.
-
-        At most ``config.max_concurrency`` requests are in flight.
-
-        Parameters
-        ----------
-        return_exceptions : bool, optional
-            If True, a request that fails yields its :class:`LLMError` in place of a result;
-            otherwise the first failure (in input order) is raised.
-        """
-        items = list(list_of_messages)
-        if not items:
-            return []
-
-        def one(msgs: Messages) -> Any:
-            try:
-                return self.structured(stage, msgs, response_model)
-            except LLMError as exc:
-                if return_exceptions:
-                    return exc
-                raise
-
-        workers = min(self._config.max_concurrency, len(items))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vdgr-llm") as pool:
-            return list(pool.map(one, items))
 
     def close(self) -> None:
         """Close the HTTP client and the cache file."""

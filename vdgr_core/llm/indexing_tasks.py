@@ -111,25 +111,6 @@ def annotate_chunk(
     return ChunkAnnotation(summary=ann.summary.strip(), entities=_clean_entities(ann.entities, max_entities))
 
 
-def annotate_chunks(
-    client: LLMClient, items: Sequence[tuple[str, str]], *, sentences: int = 2, max_entities: int = 24
-) -> list:
-    """:func:`annotate_chunk` over ``(title, text)`` pairs, concurrently, in order.
-
-    Returns
-    -------
-    list
-        One :class:`ChunkAnnotation` per item, or the :class:`LLMError` that item ended in.
-    """
-    batch = [annotation_messages(t, x, sentences=sentences, max_entities=max_entities) for t, x in items]
-    raw = client.map_structured(STAGE_ANNOTATE, batch, ChunkAnnotation, return_exceptions=True)
-    return [
-        r if isinstance(r, Exception)
-        else ChunkAnnotation(summary=r.summary.strip(), entities=_clean_entities(r.entities, max_entities))
-        for r in raw
-    ]
-
-
 def directory_messages(title: str, children: Sequence[tuple[str, str]], *, sentences: int = 2) -> list[dict]:
     """The chat messages of :func:`summarize_directory`."""
     blocks = "\n".join(

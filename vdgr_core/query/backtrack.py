@@ -61,42 +61,21 @@ def backtrack(data: IndexView, vectors, q: Search, evidence: Sequence[SectionHit
     """
     question, trace = q.text, q.trace
     max_depth = depth
-    c, sec = data.contents, data.sections
+    sec = data.sections
     if not evidence or max_depth == 0:
         return []
     j = judge_offline(question, evidence, data)
     if j.sufficient:
         trace.step("backtrack", "evidence covers the question: no backtracking", coverage=j.coverage)
         return []
-    node = c.dir_of(evidence[0].row)
+    node = data.contents.dir_of(evidence[0].row)
     if node is None:
         return []
-    cmask = c.mask(q.scope)
-    have = {f.section for f in evidence}
-    levels: list[tuple[int, int, list[int]]] = []
-    child = None
-    for depth in range(1, max_depth + 1):
-        level = np.array(list(dict.fromkeys(_level_candidates(data, node, depth, child))), dtype=np.int64)
-        level = level[cmask[level]] if len(level) else level
-        levels.append((depth, node, [int(r) for r in level if int(sec.of_row[r]) not in have]))
-        parent = data.parent_dir(node)
-        if parent is None:
-            break
-        child, node = node, parent
     added: list[int] = []
     missing = list(j.missing)
     sims: dict[int, float] = {}
-    for depth, node, candidates in levels:
-        # by the share of missing words they hold; the best few by their cosine with the
-        # question too (vectors are read for those only)
-        rows = sorted((r for r in candidates if r not in added),
-                      key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), r))
-        rows = rows[:SIMILARITY_POOL]
-        need = [r for r in rows if r not in sims]
-        if need:
-            sims.update(zip(need, (float(x) for x in vectors.similarity(T.CONTENTS, q.qvec, need))))
-        rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -sims[r], r))
-        rows = rows[:MAX_CANDIDATES]
+    for depth, node, candidates in _levels(data, q, evidence, node, max_depth):
+        rows = _ranked(data, vectors, q, [r for r in candidates if r not in added], missing, sims)
         if rows:
             if llm is not None:
                 picked = _llm_pick(llm, question, evidence, rows, data)
@@ -122,6 +101,40 @@ def backtrack(data: IndexView, vectors, q: Search, evidence: Sequence[SectionHit
         s = int(sec.of_row[r])
         out.setdefault(s, SectionHit(s, 0.0, (r,), ("backtrack",)))
     return list(out.values())
+
+
+def _levels(data: IndexView, q: Search, evidence: Sequence[SectionHit], node: int,
+            max_depth: int) -> list[tuple[int, int, list[int]]]:
+    """(depth, directory node, candidate content rows) of each level climbed from ``node``:
+    rows in the scope whose section is not in ``evidence`` yet."""
+    cmask = data.contents.mask(q.scope)
+    sec = data.sections
+    have = {f.section for f in evidence}
+    levels: list[tuple[int, int, list[int]]] = []
+    child = None
+    for depth in range(1, max_depth + 1):
+        level = np.array(list(dict.fromkeys(_level_candidates(data, node, depth, child))), dtype=np.int64)
+        level = level[cmask[level]] if len(level) else level
+        levels.append((depth, node, [int(r) for r in level if int(sec.of_row[r]) not in have]))
+        parent = data.parent_dir(node)
+        if parent is None:
+            break
+        child, node = node, parent
+    return levels
+
+
+def _ranked(data: IndexView, vectors, q: Search, candidates: list[int], missing: list[str],
+            sims: dict[int, float]) -> list[int]:
+    """The best :data:`MAX_CANDIDATES` of ``candidates``: by the share of ``missing`` words they
+    hold; the best few by their cosine with the question too (vectors are read for those only,
+    and remembered in ``sims``)."""
+    rows = sorted(candidates, key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), r))
+    rows = rows[:SIMILARITY_POOL]
+    need = [r for r in rows if r not in sims]
+    if need:
+        sims.update(zip(need, (float(x) for x in vectors.similarity(T.CONTENTS, q.qvec, need))))
+    rows.sort(key=lambda r: (-(overlap(missing, row_text(data, r)) if missing else 0.0), -sims[r], r))
+    return rows[:MAX_CANDIDATES]
 
 
 def _offline_pick(rows: list[int], missing: list[str], data: IndexView) -> list[int]:

@@ -21,7 +21,7 @@ from vdgr_core.query.result import QueryResult
 from vdgr_core.query.routes import REGISTRY, RouteDeps, build_routes
 from vdgr_core.query.routing import Router
 from vdgr_core.query.scope import QueryScope
-from vdgr_core.query.stages import REFUSAL, QueryStages  # noqa: F401  (REFUSAL re-exported)
+from vdgr_core.query.stages import QueryStages
 from vdgr_core.query.trace import StepLog, TraceRecorder
 from vdgr_core.query.vectors import VectorSearch
 from vdgr_core.query.view import IndexView

@@ -54,20 +54,6 @@ class RoutingDecision:
         return tuple(d.domain for d in self.domains)
 
 
-def name_match(question: str, name: str) -> float:
-    """1.0 when the domain name's token sequence occurs contiguously in the question, else
-    half the fraction of its tokens present (exact tokens: ``s10`` does not match ``s10e``)."""
-    q = tokens(question)
-    n = tokens(name.replace("_", " "))
-    if not n or not q:
-        return 0.0
-    for i in range(len(q) - len(n) + 1):
-        if q[i:i + len(n)] == n:
-            return 1.0
-    qs = set(q)
-    return 0.5 * sum(1 for t in n if t in qs) / len(n)
-
-
 def name_tokens(name: str) -> list[str]:
     """Tokens of a domain or collection name (``_`` and ``-`` separate words)."""
     return tokens(name.replace("_", " ").replace("-", " "))

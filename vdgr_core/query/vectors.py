@@ -21,7 +21,7 @@ Scores are cosine similarities (1 - LanceDB's cosine distance).
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 

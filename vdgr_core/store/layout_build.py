@@ -173,6 +173,31 @@ def _graph(content_ids: np.ndarray, entity_ids: np.ndarray, edges: EdgeList) -> 
     return m
 
 
+def _column(t: pa.Table, name: str) -> pa.Array:
+    """Column ``name`` of ``t`` as one array (an empty one of its type when ``t`` has no rows)."""
+    return t.column(name).combine_chunks() if t.num_rows else pa.array([], t.schema.field(name).type)
+
+
+@dataclass(frozen=True)
+class _Values:
+    """The distinct ACL classes, versions and collections of a domain's contents and
+    directories: the layout stores each row's as a code into these lists."""
+
+    class_keys: list
+    versions: list
+    collections: list
+
+    @classmethod
+    def of(cls, contents: pa.Table, directories: pa.Table) -> "_Values":
+        return cls(*(_distinct(_column(contents, name), _column(directories, name))
+                     for name in ("acl_key", "version", "collection")))
+
+    def codes(self, t: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (ACL class, version, collection) codes of ``t``'s rows."""
+        return (_codes(_column(t, "acl_key"), self.class_keys), _codes(_column(t, "version"), self.versions),
+                _codes(_column(t, "collection"), self.collections))
+
+
 def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
              options: LayoutOptions = LayoutOptions()) -> tuple[dict, dict, dict, dict]:
     """The arrays, document stores and meta of ``domain``'s layout (see domain_layout.py), and
@@ -181,26 +206,36 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
     ``entity_vectors`` (one row per entity of ``rows.entities``, in its order) give the synonym
     edges."""
     contents, directories, entities = rows.contents, rows.directories, rows.entities
-    content_ids, dir_ids = ids_of(contents.column("chunk_id")), ids_of(directories.column("node_id"))
-    nc, nd = len(content_ids), len(dir_ids)
-    col = lambda t, name: t.column(name).combine_chunks() if t.num_rows else pa.array([], t.schema.field(name).type)  # noqa: E731
-    c_acl, d_acl = col(contents, "acl_key"), col(directories, "acl_key")
-    class_keys = _distinct(c_acl, d_acl)
-    c_ver, d_ver = col(contents, "version"), col(directories, "version")
-    c_col, d_col = col(contents, "collection"), col(directories, "collection")
-    versions, collections = _distinct(c_ver, d_ver), _distinct(c_col, d_col)
-    c_class = _codes(c_acl, class_keys)
+    dir_ids = ids_of(directories.column("node_id"))
+    values = _Values.of(contents, directories)
+    arrays, n_documents = _content_arrays(contents, dir_ids, values)
+    arrays.update(_directory_arrays(directories, dir_ids, arrays, values))
+    arrays.update(_label_arrays(rows.postings))
+    # vectors: grouped into blocks by source document (vdgr_core/store/vector_blocks.py)
+    blocks = {}
+    for kind, vectors, table in (("content", rows.content_vectors, contents), ("dir", rows.dir_vectors, directories)):
+        if vectors is not None:
+            assignment = BlockAssignment.of_sources(table.column("source"))
+            arrays.update(assignment.arrays(kind))
+            blocks[kind] = (vectors, assignment)
+    arrays.update(_entity_arrays(arrays["content_ids"], entities, rows.edges, entity_vectors, options))
+    return arrays, _stores(contents, directories, entities), _meta(arrays, values, n_documents, options), blocks
 
-    # ---- sections: (source, parent node) groups in reading order
-    sources, parents = col(contents, "source"), col(contents, "parent_id")
-    anchor = pc.if_else(pc.equal(parents, ""), col(contents, "chunk_id"), parents)
+
+def _content_arrays(contents: pa.Table, dir_ids: np.ndarray, values: _Values) -> tuple[dict, int]:
+    """The arrays of the contents and of their sections ((source, parent node) groups in reading
+    order), and the number of documents."""
+    content_ids = ids_of(contents.column("chunk_id"))
+    nc = len(content_ids)
+    sources, parents = _column(contents, "source"), _column(contents, "parent_id")
+    anchor = pc.if_else(pc.equal(parents, ""), _column(contents, "chunk_id"), parents)
     keys = pc.binary_join_element_wise(sources, anchor, "\x00")
     unique_keys = pc.unique(keys)
     unique_keys = unique_keys.take(pc.sort_indices(unique_keys))
     section_of = pc.index_in(keys, value_set=unique_keys).to_numpy(zero_copy_only=False).astype(np.int64) \
         if nc else np.zeros(0, dtype=np.int64)
     ns = len(unique_keys)
-    position = col(contents, "position").to_numpy(zero_copy_only=False)
+    position = _column(contents, "position").to_numpy(zero_copy_only=False)
     section_rows = np.lexsort((np.arange(nc), position, section_of)).astype(np.int32)
     section_ptr = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(np.bincount(section_of, minlength=ns), out=section_ptr[1:])
@@ -209,72 +244,92 @@ def assemble(domain: str, rows: DomainRows, entity_vectors: np.ndarray,
     section_doc = _codes(sources, doc_names)[first_rows] if ns else np.zeros(0, dtype=np.int32)
     content_dir = _lookup(dir_ids, ids_of(parents))
     section_dir = content_dir[first_rows] if ns else np.zeros(0, dtype=np.int32)
+    c_class, c_version, c_collection = values.codes(contents)
+    return {
+        "content_ids": content_ids, "content_section": section_of.astype(np.int32),
+        "content_dir": content_dir, "content_acl": c_class, "content_position": position.astype(np.int64),
+        "content_version": c_version, "content_collection": c_collection,
+        "section_ptr": section_ptr, "section_rows": section_rows, "section_doc": section_doc.astype(np.int32),
+        "section_dir": section_dir.astype(np.int32),
+    }, len(doc_names)
 
-    # ---- directories: tree, contents, classes below, labels
-    dir_parent = _lookup(dir_ids, ids_of(col(directories, "parent_id")))
+
+def _directory_arrays(directories: pa.Table, dir_ids: np.ndarray, content: dict, values: _Values) -> dict:
+    """The directories' arrays: tree, contents, ACL classes below (``content``: the contents'
+    arrays)."""
+    nd = len(dir_ids)
+    content_dir = content["content_dir"]
+    dir_parent = _lookup(dir_ids, ids_of(_column(directories, "parent_id")))
     child = np.flatnonzero(dir_parent >= 0)
     children_ptr, children_idx = _csr(dir_parent[child], child, nd)
     placed = np.flatnonzero(content_dir >= 0)
     contents_ptr, contents_idx = _csr(content_dir[placed], placed, nd)
-    below_ptr, below_idx = _below_classes(nd, dir_parent, content_dir, c_class, len(class_keys))
-    p = rows.postings
-    label_keys, first = np.unique(p.keys, return_index=True)
-
-    arrays = {
-        "content_ids": content_ids, "content_section": section_of.astype(np.int32),
-        "content_dir": content_dir, "content_acl": c_class, "content_position": position.astype(np.int64),
-        "content_version": _codes(c_ver, versions), "content_collection": _codes(c_col, collections),
-        "section_ptr": section_ptr, "section_rows": section_rows, "section_doc": section_doc.astype(np.int32),
-        "section_dir": section_dir.astype(np.int32),
-        "dir_ids": dir_ids, "dir_parent": dir_parent, "dir_acl": _codes(d_acl, class_keys),
-        "dir_version": _codes(d_ver, versions), "dir_collection": _codes(d_col, collections),
+    below_ptr, below_idx = _below_classes(nd, dir_parent, content_dir, content["content_acl"],
+                                          len(values.class_keys))
+    d_class, d_version, d_collection = values.codes(directories)
+    return {
+        "dir_ids": dir_ids, "dir_parent": dir_parent, "dir_acl": d_class,
+        "dir_version": d_version, "dir_collection": d_collection,
         "dir_children_ptr": children_ptr, "dir_children_idx": children_idx,
         "dir_contents_ptr": contents_ptr, "dir_contents_idx": contents_idx,
         "dir_below_ptr": below_ptr, "dir_below_idx": below_idx,
+    }
+
+
+def _label_arrays(p) -> dict:
+    """The directories' label terms: keys, the directories holding each, term frequencies."""
+    label_keys, first = np.unique(p.keys, return_index=True)
+    return {
         "label_keys": label_keys.astype(np.uint64), "label_ptr": np.append(first, len(p.keys)).astype(np.int64),
         "label_dirs": p.dirs.astype(np.int32), "label_tf": p.tfs.astype(np.float32), "label_len": p.lengths,
     }
-    # vectors: grouped into blocks by source document (vdgr_core/store/vector_blocks.py)
-    blocks = {}
-    for kind, vectors, table in (("content", rows.content_vectors, contents), ("dir", rows.dir_vectors, directories)):
-        if vectors is not None:
-            assignment = BlockAssignment.of_sources(table.column("source"))
-            arrays.update(assignment.arrays(kind))
-            blocks[kind] = (vectors, assignment)
 
-    # ---- entities and the graph
+
+def _entity_arrays(content_ids: np.ndarray, entities: pa.Table, edges: EdgeList, entity_vectors: np.ndarray,
+                   options: LayoutOptions) -> dict:
+    """The entities, the graph over contents then entities, and the entities' synonym edges."""
+    nc = len(content_ids)
     entity_ids = ids_of(entities.column("entity_id"))
     ne = len(entity_ids)
-    graph = _graph(content_ids, entity_ids, rows.edges) if options.graph else sparse.csr_matrix((nc + ne, nc + ne))
+    graph = _graph(content_ids, entity_ids, edges) if options.graph else sparse.csr_matrix((nc + ne, nc + ne))
     idx_dtype = _index_dtype(graph.nnz)
     syn = synonym_edges(entity_vectors, options.synonym_min) if options.graph and ne else \
         sparse.csr_matrix((ne, ne))
-    arrays.update({
+    return {
         "entity_ids": entity_ids,
         "graph_ptr": graph.indptr.astype(idx_dtype), "graph_idx": graph.indices.astype(idx_dtype),
         "graph_w": graph.data.astype(np.float32),
         "synonym_ptr": syn.indptr.astype(np.int32), "synonym_idx": syn.indices.astype(np.int32),
         "synonym_w": syn.data.astype(np.float32),
-    })
+    }
 
+
+def _stores(contents: pa.Table, directories: pa.Table, entities: pa.Table) -> dict:
+    """The document stores: the rows' fields the query reads, in the stores' schemas."""
     # a nullable number is written from its values, so the bytes under a null are always 0
-    page = pa.array(col(contents, "page").to_pylist(), pa.int32())
-    stores = {
+    page = pa.array(_column(contents, "page").to_pylist(), pa.int32())
+    return {
         "contents": contents.select(CONTENT_STORE.names).cast(CONTENT_STORE).set_column(
             CONTENT_STORE.get_field_index("page"), "page", page),
         "directories": directories.select(DIRECTORY_STORE.names).cast(DIRECTORY_STORE),
         "entities": entities.select(ENTITY_STORE.names).cast(ENTITY_STORE),
     }
-    combos = np.unique(np.stack([c_class, arrays["content_collection"], arrays["content_version"]]), axis=1) \
-        if nc else np.zeros((3, 0), dtype=np.int64)
-    classes = [k.split("|") if k else [] for k in class_keys]
-    meta = {
-        "counts": {"contents": nc, "sections": ns, "directories": nd, "entities": ne, "documents": len(doc_names)},
-        "acl_classes": classes, "versions": versions, "collections": collections,
+
+
+def _meta(arrays: dict, values: _Values, n_documents: int, options: LayoutOptions) -> dict:
+    """The layout's meta: counts, ACL classes, versions, collections, the (class, collection,
+    version) combinations contents hold, and the graph options."""
+    nc = len(arrays["content_ids"])
+    combos = np.unique(np.stack([arrays["content_acl"], arrays["content_collection"], arrays["content_version"]]),
+                       axis=1) if nc else np.zeros((3, 0), dtype=np.int64)
+    return {
+        "counts": {"contents": nc, "sections": len(arrays["section_ptr"]) - 1, "directories": len(arrays["dir_ids"]),
+                   "entities": len(arrays["entity_ids"]), "documents": n_documents},
+        "acl_classes": [k.split("|") if k else [] for k in values.class_keys], "versions": values.versions,
+        "collections": values.collections,
         "visible": [[int(a), int(c), int(v)] for a, c, v in combos.T], "graph": bool(options.graph),
         "synonym_min": float(options.synonym_min), "synonyms_per_entity": SYNONYMS_PER_ENTITY,
     }
-    return arrays, stores, meta, blocks
 
 
 def build_layout(domain: str, contents: pa.Table, directories: pa.Table, entities: pa.Table, edges: pa.Table,

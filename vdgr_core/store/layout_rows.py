@@ -11,7 +11,7 @@ writes is the one a rebuild writes (tests/pipelines/test_update_property.py chec
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np

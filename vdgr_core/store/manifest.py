@@ -90,10 +90,6 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     generation: int = 0                     # set by write_manifest: the replaced one's + 1
 
-    def shard_folders(self, domain: str) -> list[str]:
-        """The folders of ``domain``'s BM25 sub-shards (empty when it has no content)."""
-        return [s.folder for s in self.tantivy_shards.get(domain, ())]
-
     def all_shard_folders(self) -> list[str]:
         return [s.folder for shards in self.tantivy_shards.values() for s in shards]
 

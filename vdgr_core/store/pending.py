@@ -26,7 +26,6 @@ class PendingPublish:
     def __init__(self):
         self._files: list[tuple[str, str]] = []                          # temporary -> final
         self._folders: list[tuple[str, list[str], Callable[[], None]]] = []
-        self.published = False
 
     def add_file(self, temp: str, final: str) -> None:
         """``temp``, written whole, becomes ``final`` (same folder) at :meth:`publish`."""
@@ -56,7 +55,6 @@ class PendingPublish:
             _, _, publish = self._folders[0]
             publish()
             self._folders.pop(0)
-        self.published = True
 
     def discard(self) -> None:
         """Remove every temporary file and folder not yet in place."""
@@ -70,7 +68,7 @@ class PendingPublish:
     def __enter__(self) -> "PendingPublish":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> Optional[bool]:
+    def __exit__(self, exc_type, _exc, _tb) -> Optional[bool]:
         if exc_type is None:
             try:
                 self.publish()

@@ -378,7 +378,7 @@ class MultiShardSearcher:
     comes from the document frequencies summed over the sub-shards: a hit then scores
     ``idf_all x tf-part``, as in a single shard. What stays per sub-shard is the average
     document length in BM25's length normalization; documents are spread over sub-shards by a
-    hash of their path, so the averages differ little (tests/vdgr_core/test_tantivy_shard.py
+    hash of their path, so the averages differ little (tests/vdgr_core/store/test_tantivy_shard.py
     measures the effect against one shard). Hits of all sub-shards are merged by score.
 
     Sub-shards hold the rows of one ACL partition (:func:`subshard_of`); ``acls`` gives each

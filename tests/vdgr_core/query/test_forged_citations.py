@@ -5,7 +5,7 @@ import pytest
 
 from tests.support.tiny_index import DESCRIPTIONS, DOCS, Doc, build_tiny_index
 from tests.vdgr_core.query.conftest import config
-from tests.vdgr_core.query.test_answer_stage import ScriptedLLM
+from tests.support.scripted_llm import ScriptedLLM
 from vdgr_core.llm.client import StageUsage
 from vdgr_core.query.knowledge_base import KnowledgeBase
 from vdgr_core.query.neutral import clean_generated, neutral_text

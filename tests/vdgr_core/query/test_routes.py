@@ -7,7 +7,6 @@ from tests.vdgr_core.query.conftest import config
 from vdgr_core.embedding import HashingEmbedder
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.knowledge_base import KnowledgeBase
-from vdgr_core.query.routing import name_match
 from vdgr_core.query.trace import TraceRecorder
 from vdgr_core.store.filters import SearchScope
 
@@ -15,15 +14,6 @@ from vdgr_core.store.filters import SearchScope
 def _route(kb, question, **scope):
     qvec = kb.embedder.embed([question])[0]
     return kb.router.route(question, qvec, QueryScope(SearchScope(**scope)), TraceRecorder())
-
-
-def test_name_match_prefers_exact_token_sequence():
-    assert name_match("Galaxy S10 battery", "Galaxy_S10") == 1.0
-    assert name_match("Galaxy S10 battery", "Galaxy_S10e") < 0.5
-    assert name_match("Galaxy S10e battery", "Galaxy_S10") < 0.5
-    assert name_match("Galaxy S10e battery", "Galaxy_S10e") == 1.0
-    assert name_match("Galaxy S10+ battery", "Galaxy_S10+") == 1.0
-    assert name_match("Galaxy S10+ battery", "Galaxy_S10") < 0.5
 
 
 @pytest.mark.parametrize("question,domain", [

@@ -21,7 +21,7 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     cfg = BuildConfig(corpus=corpus, index=index, embedding=EmbeddingConfig(kind="hashing"))
     run_build(cfg)
     old = IndexReader(index).manifest
-    old_shard, old_graph = old.shard_folders("net")[0], old.layouts["net"].folder
+    old_shard, old_graph = old.tantivy_shards["net"][0].folder, old.layouts["net"].folder
     with open(os.path.join(corpus, "net", "extra.md"), "w", encoding="utf-8") as f:
         f.write("# Extra\n\nA new page about the Orbit X2 antenna.\n")
     run_update(cfg)
@@ -32,7 +32,7 @@ def test_gc_removes_old_versions_and_shards_but_not_the_live_index(tmp_path):
     reader = IndexReader(index)
     live = reader.manifest
     n_contents = reader.arrow(T.CONTENTS).num_rows
-    assert live.shard_folders("net") != [old_shard] and live.layouts["net"].folder != old_graph
+    assert [s.folder for s in live.tantivy_shards["net"]] != [old_shard] and live.layouts["net"].folder != old_graph
     report = collect_garbage(index, keep=dt.timedelta(0))
     assert report.shard_folders_removed == 2 and report.staging_runs_removed == 2   # BM25 + layout
     assert not os.path.exists(journal)

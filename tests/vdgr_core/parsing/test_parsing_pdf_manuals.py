@@ -273,5 +273,5 @@ def test_the_parser_needs_neither_pdfminer_nor_pypdf(tmp_path):
             f"doc = parse_bytes(open({str(path)!r}, 'rb').read(), 'pdf', 'x', 10**7); "
             "print(doc.title, sorted(m for m in sys.modules if m.split('.')[0] in ('pdfminer', 'pypdf')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2]).stdout
+                         cwd=Path(__file__).resolve().parents[3]).stdout
     assert out.strip() == "Orbit X2 Manual []"

@@ -13,37 +13,11 @@ import threading
 import pytest
 
 from schemas.errors import ConcurrentCommitError, IndexBusyError
+from tests.support.lock_holder import REPO, Holder
 from vdgr_core.store import manifest as manifest_module
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.lock import LOCK_NAME, IndexLock, LockRecord, read_lock_record
 from vdgr_core.store.manifest import Manifest, current_generation, read_manifest, write_manifest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOLDER = """
-import sys
-from vdgr_core.store.lock import IndexLock
-with IndexLock(sys.argv[1], "test-holder"):
-    print("held", flush=True)
-    sys.stdin.read()
-"""
-
-
-class Holder:
-    """A process holding the lock of ``index`` until ``release()`` (or killed)."""
-
-    def __init__(self, index: str):
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, index], cwd=REPO, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.proc.stdout.readline().strip() == "held"
-
-    def release(self) -> None:
-        self.proc.stdin.close()
-        assert self.proc.wait() == 0
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdin.close()
 
 
 def _manifest(build_id: str) -> Manifest:

@@ -9,7 +9,8 @@ from pipelines.run_build import run_build
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig
 from tests.support.corpus import write_corpus
-from vdgr_core.labels import label_key, label_stems
+from tests.support.labels import label_stems
+from vdgr_core.labels import label_key
 from vdgr_core.store.domain_layout import FORMAT, STORE_FILES, DomainLayout
 from vdgr_core.store.location import COMPLETE_MARKER
 from vdgr_core.store.reader import IndexReader

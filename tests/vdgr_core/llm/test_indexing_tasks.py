@@ -11,7 +11,6 @@ from vdgr_core.llm.client import LLMClient
 from vdgr_core.llm.indexing_tasks import (
     ChunkAnnotation,
     annotate_chunk,
-    annotate_chunks,
     summarize_directory,
 )
 
@@ -60,21 +59,6 @@ def test_annotate_chunk_caps_entities(openai_server):
     with _client(openai_server) as client:
         ann = annotate_chunk(client, "T", "text", max_entities=3)
     assert [e.name for e in ann.entities] == ["term9", "term8", "term7"]
-
-
-def test_annotate_chunks_in_order_with_failures(openai_server):
-    def responder(req):
-        user = req["messages"][1]["content"]
-        if "broken" in user:
-            return (400, "nope")
-        word = "alpha" if "alpha" in user else "beta"
-        return json.dumps({"summary": word, "entities": [{"name": word, "importance": 1}]})
-
-    openai_server.responder = responder
-    with _client(openai_server) as client:
-        out = annotate_chunks(client, [("A", "alpha text"), ("B", "broken"), ("C", "beta text")])
-    assert out[0].summary == "alpha" and out[2].summary == "beta"
-    assert isinstance(out[1], LLMError)
 
 
 def test_summarize_directory(openai_server):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from pydantic import BaseModel
@@ -137,7 +138,13 @@ def test_chat_and_usage_per_stage(openai_server, tmp_path):
     assert openai_server.chat_requests()[-1]["temperature"] == 0.7
 
 
-def test_map_structured_keeps_order_and_bounds_concurrency(openai_server):
+def _concurrently(client, stage: str, batch: list, response_model) -> list:
+    """``client.structured`` over ``batch``, one thread per request, in order."""
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        return list(pool.map(lambda msgs: client.structured(stage, msgs, response_model), batch))
+
+
+def test_concurrent_requests_keep_order_and_are_bounded(openai_server):
     limit = 3
     released = threading.Event()
 
@@ -153,28 +160,11 @@ def test_map_structured_keeps_order_and_bounds_concurrency(openai_server):
 
     openai_server.responder = responder
     with _client(openai_server, max_concurrency=limit) as client:
-        out = client.map_structured("batch", [_msgs(f"question {i}") for i in range(12)], Answer)
+        out = _concurrently(client, "batch", [_msgs(f"question {i}") for i in range(12)], Answer)
         assert client.usage()["batch"].calls == 12
     assert [a.label for a in out] == [f"item {i}" for i in range(12)]
     assert openai_server.max_in_flight <= limit
     assert released.is_set() and openai_server.max_in_flight == limit
-
-
-def test_map_structured_return_exceptions(openai_server):
-    def responder(req: dict):
-        if "bad" in req["messages"][0]["content"]:
-            return (400, "rejected")
-        return '{"label": "fine", "score": 1}'
-
-    openai_server.responder = responder
-    with _client(openai_server) as client:
-        out = client.map_structured("b", [_msgs("good"), _msgs("bad"), _msgs("good 2")], Answer,
-                                    return_exceptions=True)
-        assert isinstance(out[1], LLMError)
-        assert out[0].label == out[2].label == "fine"
-        with pytest.raises(LLMError):
-            client.map_structured("b", [_msgs("bad")], Answer)
-        assert client.map_structured("b", [], Answer) == []
 
 
 def test_strict_schema_nested_objects():
@@ -205,7 +195,7 @@ def test_wrap_untrusted_neutralizes_delimiter_injection():
     assert "not instructions" in UNTRUSTED_NOTICE
 
 
-def test_map_structured_shares_cache_across_threads(openai_server, tmp_path):
+def test_threads_share_the_cache(openai_server, tmp_path):
     def responder(req: dict):
         n = int(req["messages"][0]["content"].split()[-1])
         return json.dumps({"label": f"item {n}", "score": 0})
@@ -213,8 +203,8 @@ def test_map_structured_shares_cache_across_threads(openai_server, tmp_path):
     openai_server.responder = responder
     batch = [_msgs(f"question {i}") for i in range(16)]
     with _client(openai_server, tmp_path, max_concurrency=4) as client:
-        first = client.map_structured("b", batch, Answer)
-        second = client.map_structured("b", batch, Answer)
+        first = _concurrently(client, "b", batch, Answer)
+        second = _concurrently(client, "b", batch, Answer)
         assert first == second
         assert client.usage()["b"].calls == 16 and client.usage()["b"].cache_hits == 16
 
