@@ -59,13 +59,17 @@ _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "t
 
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
 #: separated by " | "; html-3: reference entries are sections of their own; html-4: option
-#: lists in preformatted blocks are entries, a keyword line that reads as prose is none); part
+#: lists in preformatted blocks are entries, a keyword line that reads as prose is none;
+#: html-5: bulleted lists of parameters are entries); part
 #: of the content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
 #: re-parses every HTML document on the next update
-PARSER_VERSION = "html-4"
+PARSER_VERSION = "html-5"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
+# a parameter's name in a bulleted list (``maxMessageSize``, ``shutdown.enable.ctlc``,
+# ``queue.size``): words joined by ``._:-`` or camelCase, not a bold lead-in (``Note``)
+_IDENTIFIER = re.compile(r"^(?:[A-Za-z$%][\w$]*(?:[._:-][\w$]+)+|[a-z]+[A-Z]\w*|-{1,2}[A-Za-z][\w-]*)$")
 
 
 class _Text(NamedTuple):
@@ -178,6 +182,21 @@ class _Collector:
                     self.in_definition -= node.name == "dd"
         self.resume()
 
+    def _term_list(self, tag: Tag, terms: list[str], in_pre: bool) -> None:
+        """A bulleted list whose items each open with a parameter's name (``<li><p><strong>
+        maxMessageSize</strong></p><p>Configures ...</p></li>``): each item is an entry."""
+        self.resume()
+        for term, item in zip(terms, (li for li in tag.find_all("li", recursive=False))):
+            self.entry(term)
+            self.in_definition += 1
+            try:
+                self.brk(1)
+                self.walk(item, in_pre)
+                self.brk(1)
+            finally:
+                self.in_definition -= 1
+        self.resume()
+
     def _list(self, tag: Tag, ordered: bool, in_pre: bool) -> None:
         self.brk(1 if self.lists else 2)
         self.lists.append([ordered, _ol_start(tag) if ordered else 0])
@@ -247,6 +266,8 @@ class _Collector:
                 self._entry_list(child, in_pre)
             elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
                 self._pre_entries(segments)
+            elif name == "ul" and self._may_open_entry() and (terms := _list_terms(child)) is not None:
+                self._term_list(child, terms, in_pre)
             elif (name in ("table", "div", "p") and self._may_open_entry()
                   and (term := _entry_term(child, self.section[1])) is not None):
                 self.term_block(term, child, in_pre)
@@ -313,6 +334,42 @@ def _option_list(pre: Tag) -> "list[Segment] | None":
     option flags only), or None when it lists none."""
     segments = split_entries("".join(_visible_strings(pre)).split("\n"), options_only=True)
     return segments if any(s.term is not None for s in segments) else None
+
+
+def _list_terms(ul: Tag) -> "list[str] | None":
+    """The entry titles of a bulleted list of parameters, or None.
+
+    Every item opens with a bold or code term of one token (``umask``), its first line short
+    (``janitor.interval [minutes], available 8.3.3+``); most terms are identifiers
+    (:data:`_IDENTIFIER`: ``maxMessageSize``, ``shutdown.enable.ctlc``, not a bold lead-in
+    such as ``Note``) and most items say more than their term line.
+    """
+    items = ul.find_all("li", recursive=False)
+    if len(items) < 2 or len(items) != len([c for c in ul.children if isinstance(c, Tag)]):
+        return None
+    terms, identifiers, described = [], 0, 0
+    for li in items:
+        lead = _first_child(li)
+        line = li
+        if isinstance(lead, Tag) and lead.name == "p":
+            line, lead = lead, _first_child(lead)
+        if not isinstance(lead, Tag) or lead.name not in ("strong", "b", "code", "tt"):
+            return None
+        name = _WS.sub(" ", "".join(_visible_strings(lead))).strip()
+        title = name if line is li else _WS.sub(" ", "".join(_visible_strings(line))).strip()
+        if _reads_as_prose(title[len(name):]):       # the description starts in the term's line
+            title = name
+        if not name or " " in name or len(title) > _TERM_MAX_CHARS:
+            return None
+        identifiers += bool(_IDENTIFIER.match(name))
+        described += len(_WS.sub(" ", "".join(_visible_strings(li))).strip()) > len(title) + 10
+        terms.append(_cut_title(title))
+    return terms if 2 * identifiers >= len(items) and 2 * described >= len(items) else None
+
+
+def _first_child(tag: Tag):
+    """The first child that is not blank text."""
+    return next((c for c in tag.children if not (isinstance(c, NavigableString) and not c.strip())), None)
 
 
 def _reads_as_prose(syntax: str) -> bool:

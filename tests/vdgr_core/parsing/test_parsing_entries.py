@@ -214,3 +214,44 @@ def test_plain_text_options_over_a_colon_are_entries():
     doc = parse_document(text, "text", "fb")
     assert [s.heading_path for s in doc.sections] == [("Options",), ("Options", "-c"), ("Options", "-q")]
     assert doc.sections[1].text == "-c : only checks the configuration and exits.\n  Nothing is started."
+
+
+PARAMETER_LIST = """<h2>global() object</h2><p>The following parameters can be set:</p>
+<ul>
+<li><p><strong>workDirectory</strong></p><p>Sets the directory that rsyslog uses for work files.</p></li>
+<li><p><strong>localHostname</strong> Permits to overwrite the local host hostname of the system.</p></li>
+<li><p><strong>preserveFQDN</strong></p></li>
+<li><p><strong>maxMessageSize</strong></p><p>Configures the maximum message size allowed for all inputs.
+Default is 8K.</p><p>Note: some modules override this.</p></li>
+</ul>
+<ul><li><p><strong>janitor.interval</strong> [minutes], available 8.3.3+</p><p>Sets the janitor's interval.</p></li>
+<li><p><strong>net.enableDNS</strong> [on/off]</p><p>Can be used to turn DNS name resolution on or off.</p></li></ul>
+<p>Text after the lists.</p>"""
+
+
+def test_a_bulleted_list_of_parameters_gives_each_parameter_an_entry():
+    """rsyslog's ``global()`` page: items opening with a bold identifier are entries titled by
+    their term line (a description that starts in that line is left out of the title)."""
+    got = _sections(PARAMETER_LIST)
+    head = ("global() object",)
+    assert [p for p, _ in got] == [head, head + ("workDirectory",), head + ("localHostname",),
+                                   head + ("preserveFQDN",), head + ("maxMessageSize",),
+                                   head + ("janitor.interval [minutes], available 8.3.3+",),
+                                   head + ("net.enableDNS [on/off]",), head]
+    assert got[4][1] == ("maxMessageSize\n\nConfigures the maximum message size allowed for all inputs. Default is 8K."
+                         "\n\nNote: some modules override this.")
+    assert got[-1][1] == "Text after the lists."
+
+
+@pytest.mark.parametrize("items", [
+    # bold lead-ins of prose, not parameters
+    "<li><p><strong>Note</strong> this is important to know.</p></li><li><p><strong>Warning</strong> do not.</p></li>",
+    # a list of plain items
+    "<li>first item with words</li><li>second item with words</li>",
+    # one item only
+    "<li><p><strong>maxMessageSize</strong></p><p>Configures the size.</p></li>",
+    # identifiers, but nothing said about them: a list of names
+    "<li><strong>net.enableDNS</strong></li><li><strong>net.ipprotocol</strong></li>",
+])
+def test_other_bulleted_lists_are_no_entries(items):
+    assert [p for p, _ in _sections(f"<h2>Topic</h2><ul>{items}</ul>")] == [("Topic",)]
