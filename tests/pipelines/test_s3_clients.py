@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
 pytest.importorskip("boto3")
 
 from apache_beam.io.aws import s3io  # noqa: E402
@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems  # noqa: E402
 from apache_beam.options.pipeline_options import SetupOptions  # noqa: E402
 
 from pipelines import s3_clients  # noqa: E402
+from tests.support.moto_s3 import moto_bucket  # noqa: E402
 from pipelines.options import pipeline_options, use_filesystem_options  # noqa: E402
 
 BUCKET = "vdgr-clients"
@@ -22,17 +23,8 @@ BUCKET = "vdgr-clients"
 
 @pytest.fixture
 def s3(monkeypatch):
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    for k, v in {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test",
-                 "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(k, v)
-    import boto3
-
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-    yield f"s3://{BUCKET}"
-    srv.stop()
+    with moto_bucket(monkeypatch, BUCKET):
+        yield f"s3://{BUCKET}"
 
 
 def test_every_pipeline_names_the_plugin():

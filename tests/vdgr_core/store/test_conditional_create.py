@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.support.moto_s3 import moto_bucket
 from vdgr_core.store.conditional import conditional_create
 from vdgr_core.store.location import IndexLocation
 
@@ -14,19 +15,8 @@ BUCKET = "vdgr-test-bucket"
 
 @pytest.fixture(scope="module")
 def s3_server():
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test",
-           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in env.items():
-            mp.setenv(k, v)
-        boto3.client("s3").create_bucket(Bucket=BUCKET)
+    with pytest.MonkeyPatch.context() as mp, moto_bucket(mp, BUCKET):
         yield f"s3://{BUCKET}"
-    srv.stop()
 
 
 def test_s3_create_if_absent_is_decided_by_the_store(s3_server):

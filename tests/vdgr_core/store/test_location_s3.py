@@ -7,26 +7,19 @@ import os
 import pytest
 
 from schemas.errors import IndexError_
+from tests.support.moto_s3 import moto_bucket
 from vdgr_core.store.location import COMPLETE_MARKER, IndexLocation
 
-moto_server = pytest.importorskip("moto.server")
-boto3 = pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
+pytest.importorskip("boto3")
 
 BUCKET = "vdgr-location"
 
 
 @pytest.fixture
 def s3(monkeypatch):
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    for k, v in {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test",
-                 "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(k, v)
-    client = boto3.client("s3")
-    client.create_bucket(Bucket=BUCKET)
-    yield client
-    srv.stop()
+    with moto_bucket(monkeypatch, BUCKET) as client:
+        yield client
 
 
 def _folder(path, n: int) -> dict[str, bytes]:
