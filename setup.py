@@ -54,8 +54,10 @@ setup(
                  "vulture==2.16"],
         # the PDF bench compares pdfminer.six's page text with PDFium's (bench/quality/bench_pdf.py
         # --extractors); the product parses with pypdfium2 alone
-        # --peers of bench/quality/bench_refdocs.py: LlamaIndex with the same MiniLM model
-        "bench": ["pdfminer.six>=20231228", "llama-index-core>=0.14,<0.15", "llama-index-retrievers-bm25"],
+        # --peers of bench/quality/bench_refdocs.py: LlamaIndex with the same MiniLM model;
+        # py-spy samples the driver and a pool's SDK workers (bench_cluster --profile)
+        "bench": ["pdfminer.six>=20231228", "llama-index-core>=0.14,<0.15", "llama-index-retrievers-bm25",
+                  "py-spy==0.4.1"],
     },
     package_data={"runners.serve": ["static/*.html", "static/*.js", "static/*.css"]},
     entry_points={"console_scripts": ["vdgr=runners.cli:main"]},

@@ -49,6 +49,8 @@ class BuildReport:
     embeddings_computed: int
     embeddings_from_cache: int
     wall_s: float
+    # scan_s, pipeline_s, commit_s; index_segments_s: the part of commit_s that built the index
+    # segments (on the runner's workers, or in this process for the in-process runner)
     stage_s: dict[str, float] = field(default_factory=dict)
     # LLM requests sent (cache hits excluded) and chunks/directories whose LLM call failed
     # permanently and got the offline annotation instead; 0 without an LLM, -1 when the runner
@@ -284,10 +286,19 @@ def execute_build(config: BuildConfig, scan: CorpusScan, beam_args: Sequence[str
         from pipelines.commit import commit_build
         from pipelines.index_segments import segment_builder
 
+        builder = segment_builder(beam_args, staging.root)
+
+        def build_segments(index_uri, tasks):      # timed: on a runner of workers, their share of the commit
+            t = time.perf_counter()
+            try:
+                return builder(index_uri, tasks)
+            finally:
+                stage["index_segments_s"] = time.perf_counter() - t
+
         manifest = commit_build(config.index, staging, scan, config.store, config.settings(content_rules()), model_id=model_id,
                                 dim=dim, guard=guard,
                                 parent_build_id=parent_build_id,
-                                build_segments=segment_builder(beam_args, staging.root))
+                                build_segments=build_segments)
         stage["commit_s"] = time.perf_counter() - t2
     return BuildReport(
         manifest=manifest,

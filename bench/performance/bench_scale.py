@@ -94,9 +94,11 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def measured_run(cmd: list[str], log: Path) -> dict:
+def measured_run(cmd: list[str], log: Path, on_start=None) -> dict:
     """Run ``cmd``; wall seconds, the process's peak RSS (VmHWM, sampled until exit; rusage as
-    a floor) and the largest sampled RSS of any child process, in MB. Exits on failure."""
+    a floor), the largest sampled RSS of any child process, in MB, and its CPU seconds (user and
+    system, its waited-for children included). ``on_start(pid)`` is called once it started.
+    Exits on failure."""
     log.parent.mkdir(parents=True, exist_ok=True)
     peak = {"driver": 0, "children": 0}
     with open(log, "w", encoding="utf-8") as f:
@@ -115,6 +117,8 @@ def measured_run(cmd: list[str], log: Path) -> dict:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
+        if on_start is not None:
+            on_start(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         done.set()
@@ -125,7 +129,7 @@ def measured_run(cmd: list[str], log: Path) -> dict:
     driver_mb = max(peak["driver"], 0) / 1024
     return {"wall_s": round(wall, 1), "driver_peak_mb": round(driver_mb),
             "children_peak_mb": round(peak["children"] / 1024),
-            "rusage_peak_mb": round(usage.ru_maxrss / 1024)}
+            "rusage_peak_mb": round(usage.ru_maxrss / 1024), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
 
 
 def stages_of(log: Path) -> dict:

@@ -74,9 +74,10 @@ def unshare_works() -> bool:
 class S3Endpoint:
     """moto's S3 server in a child process on 127.0.0.1 (a context manager)."""
 
-    def __init__(self) -> None:
+    def __init__(self, request_log: Optional[str] = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.request_log = request_log      # where the server logs each request (werkzeug's line)
         self._proc: Optional[subprocess.Popen] = None
 
     def env(self) -> dict[str, str]:
@@ -85,10 +86,19 @@ class S3Endpoint:
                 "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION}
 
     def __enter__(self) -> "S3Endpoint":
-        self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        log = open(self.request_log, "ab") if self.request_log else subprocess.DEVNULL
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                          stdout=log, stderr=log, start_new_session=True)
+        finally:
+            if self.request_log:
+                log.close()
         wait_for_port(self.port, self._proc, "moto S3 server")
         return self
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
 
     def client(self):
         """A boto3 S3 client for this endpoint."""
