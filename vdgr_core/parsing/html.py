@@ -60,9 +60,9 @@ _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "t
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
 #: separated by " | "; html-3: reference entries are sections of their own; html-4: option
 #: lists in preformatted blocks are entries, a keyword line that reads as prose is none;
-#: html-5: bulleted lists of parameters are entries); part
-#: of the content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
-#: re-parses every HTML document on the next update
+#: html-5: bulleted lists of parameters are entries); part of the content rules recorded in
+#: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
+#: on the next update
 PARSER_VERSION = "html-5"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
@@ -186,7 +186,7 @@ class _Collector:
         """A bulleted list whose items each open with a parameter's name (``<li><p><strong>
         maxMessageSize</strong></p><p>Configures ...</p></li>``): each item is an entry."""
         self.resume()
-        for term, item in zip(terms, (li for li in tag.find_all("li", recursive=False))):
+        for term, item in zip(terms, tag.find_all("li", recursive=False)):
             self.entry(term)
             self.in_definition += 1
             try:
@@ -323,10 +323,15 @@ def _visible_strings(tag: Tag):
         yield str(t)
 
 
+def _flat(tag: Tag) -> str:
+    """A tag's visible text on one line, whitespace collapsed."""
+    return _WS.sub(" ", "".join(_visible_strings(tag))).strip()
+
+
 def _term_text(tag: Tag) -> str:
     """A term's text on one line, as it reads (``AUTO_CD (-J)``), cut at a word boundary past
     :data:`TITLE_MAX_CHARS`."""
-    return _cut_title(_PERMALINK.sub("", _WS.sub(" ", "".join(_visible_strings(tag))).strip()))
+    return _cut_title(_PERMALINK.sub("", _flat(tag)))
 
 
 def _option_list(pre: Tag) -> "list[Segment] | None":
@@ -355,14 +360,14 @@ def _list_terms(ul: Tag) -> "list[str] | None":
             line, lead = lead, _first_child(lead)
         if not isinstance(lead, Tag) or lead.name not in ("strong", "b", "code", "tt"):
             return None
-        name = _WS.sub(" ", "".join(_visible_strings(lead))).strip()
-        title = name if line is li else _WS.sub(" ", "".join(_visible_strings(line))).strip()
+        name = _flat(lead)
+        title = name if line is li else _flat(line)
         if _reads_as_prose(title[len(name):]):       # the description starts in the term's line
             title = name
         if not name or " " in name or len(title) > _TERM_MAX_CHARS:
             return None
         identifiers += bool(_IDENTIFIER.match(name))
-        described += len(_WS.sub(" ", "".join(_visible_strings(li))).strip()) > len(title) + 10
+        described += len(_flat(li)) > len(title) + 10
         terms.append(_cut_title(title))
     return terms if 2 * identifiers >= len(items) and 2 * described >= len(items) else None
 
@@ -389,7 +394,7 @@ def _is_entry_list(dl: Tag) -> bool:
     groups = _dl_groups(dl)
     if not groups or not any(defs for _, defs in groups):
         return False
-    terms = [_WS.sub(" ", "".join(_visible_strings(t))).strip() for ts, _ in groups for t in ts]
+    terms = [_flat(t) for ts, _ in groups for t in ts]
     if not all(0 < len(t) <= _TERM_MAX_CHARS for t in terms) or all(t.endswith(":") for t in terms):
         return False
     return len(groups) >= 2 or any(t.get("id") for ts, _ in groups for t in ts)
@@ -421,7 +426,7 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
         rows = tag.find_all("tr")
         if not rows or len(rows) > 8:
             return None
-        cells_by_row = [[_WS.sub(" ", "".join(_visible_strings(c))).strip() for c in r.find_all(["td", "th"])]
+        cells_by_row = [[_flat(c) for c in r.find_all(["td", "th"])]
                         for r in rows]
         if len(rows) == 1:
             cells = cells_by_row[0]
@@ -434,13 +439,13 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
         if term is None or len(fields) < 2 or not (_KEY_FIELDS & set(fields)) or len(term) > _TERM_MAX_CHARS:
             return None
     else:
-        text = _WS.sub(" ", "".join(_visible_strings(tag))).strip()
+        text = _flat(tag)
         if not text or len(text) > _TERM_MAX_CHARS or tag.find(_BLOCK_TAGS - _TERM_TAGS) is not None:
             return None
-        lead = next((c for c in tag.children if not (isinstance(c, NavigableString) and not c.strip())), None)
+        lead = _first_child(tag)
         if not isinstance(lead, Tag) or lead.name not in _TERM_TAGS:
             return None
-        name = _WS.sub(" ", "".join(_visible_strings(lead))).strip()
+        name = _flat(lead)
         anchors = {_WS.sub(" ", str(a.get("name") or a.get("id") or "")).strip().casefold()
                    for a in tag.find_all(["a", "span"]) if a.get("name") or a.get("id")}
         if not name or name.casefold() not in anchors or _reads_as_prose(text[len(name):]):

@@ -123,8 +123,8 @@ def is_definition(ev: Evidence) -> bool:
         return False
     first = _first_line(ev.text)
     opens = first.casefold().startswith(title.casefold())
-    term_line = (opens and len(first) <= len(title) + 40 and not _CLOSED_LINE.search(first)) or (
-        opens and bool(_SYNTAX_TITLE.search(title)))
+    term_line = opens and ((len(first) <= len(title) + 40 and not _CLOSED_LINE.search(first))
+                           or bool(_SYNTAX_TITLE.search(title)))
     return term_line or bool(_FIELD_HEAD.match(first)) or bool(_IDENTIFIER_TITLE.match(title))
 
 
