@@ -407,6 +407,7 @@ class GraphSettings:
     beta: float = 0.05             # restart mass of the question's entities
     keep_head: bool = True         # route 1's best section stays first
     synonym_min: float = 0.95      # synonym edges from this cosine (above 1: none)
+    keep_seeds: bool = False       # route 1's seed sections the walk did not reach keep their places
 
     def __post_init__(self):
         _check(self.n >= 1, f"graph_n must be >= 1, got {self.n}")
@@ -562,6 +563,11 @@ class QueryConfig(_Frozen):
     # the walk brings sections up behind route 1's best section and leaves that one first
     # (vdgr_core.query.fusion.with_first_hop); False lets the walk's mass reorder the head too
     graph_keep_head: bool = True
+    # route 1's graph_n best sections (the walk's seeds) that the walk did not reach keep their
+    # places: a seed without entities (a one-line reference entry) does not sink behind all
+    # the walk found. Off: +2 hit@5 on the Debian manuals' dev half, but -1 question on the
+    # S10 dev half (bench.quality.ablation, row "full + keep unreached seeds")
+    graph_keep_seeds: bool = False
     # entities whose vectors reach this cosine get synonym edges in the walk (above 1: none);
     # the layout stores edges from StoreConfig.graph_synonym_min (0.9), so lower asks no more
     graph_synonym_min: float = Field(default=0.95, ge=0, le=1.01)
@@ -626,7 +632,8 @@ class QueryConfig(_Frozen):
             routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
             fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
                                   tuple(self.route_weights.items()), self.reranker.top_n),
-            graph=GraphSettings(self.graph_n, self.graph_beta, self.graph_keep_head, self.graph_synonym_min),
+            graph=GraphSettings(self.graph_n, self.graph_beta, self.graph_keep_head, self.graph_synonym_min,
+                                self.graph_keep_seeds),
             ann=AnnSettings(self.ann_nprobes, self.ann_refine_factor, self.ann_ef, self.exact_max_rows),
             toc=TocSettings(self.toc_coarse_l, self.toc_fine, self.toc_max_contents),
             expand=ExpandSettings(self.backtrack, self.backtrack_depth, self.reflection, self.reflection_rounds,

@@ -120,6 +120,8 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
                else ("full + named units first", {"named_first": True}))
     if default.graph_keep_head:
         out.append(("full, walk reorders the head", {"graph_keep_head": False}))
+    out.append(("full, walk reorders the seeds", {"graph_keep_seeds": False}) if default.graph_keep_seeds
+               else ("full + keep unreached seeds", {"graph_keep_seeds": True}))
     for method in ("rrf", "convex", "zscore"):     # the fusion alternatives (RRF vs score-based)
         if method != default.hybrid_fusion:
             out.append((f"full, {method} route-1 fusion", {"hybrid_fusion": method}))

@@ -18,7 +18,7 @@ is not mistaken for one.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import Collection, NamedTuple, Optional
 
 MIN_RUN = 2
 TERM_MAX_CHARS = 80
@@ -74,7 +74,8 @@ def _term(line: str, next_indent: Optional[int], options_only: bool = False) -> 
     return s, None
 
 
-def split_entries(lines: list[str], options_only: bool = False) -> list[Segment]:
+def split_entries(lines: list[str], options_only: bool = False,
+                  known_terms: Collection[int] = (), never_terms: Collection[int] = ()) -> list[Segment]:
     """Split a section's lines into text and reference entries (see the module docstring).
 
     An entry runs from its term line to the last line indented deeper than the term before a
@@ -88,6 +89,9 @@ def split_entries(lines: list[str], options_only: bool = False) -> list[Segment]
     options_only : bool
         Only option flags (``-a``, ``--all``, ``+x``) are terms: for preformatted blocks, where
         a configuration example's ``global`` over indented lines is no entry.
+    known_terms : collection of int
+        Indexes of lines that are terms by their layout (a PDF's term set in a column beside its
+        description), whatever their text; each is a term line over its description.
 
     Returns
     -------
@@ -109,7 +113,9 @@ def split_entries(lines: list[str], options_only: bool = False) -> list[Segment]
         nxt[i] = following
         if lines[i].strip():
             following = _indent(lines[i])
-    terms = {i: t for i, line in enumerate(lines) if (t := _term(line, nxt[i], options_only)) is not None}
+    terms = {i: t for i, line in enumerate(lines)
+             if i not in never_terms and (t := _term(line, nxt[i], options_only)) is not None}
+    terms.update((i, (lines[i].strip(), None)) for i in known_terms)
     by_indent: dict[int, int] = {}
     for i in terms:
         by_indent[_indent(lines[i])] = by_indent.get(_indent(lines[i]), 0) + 1

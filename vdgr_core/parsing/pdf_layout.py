@@ -55,6 +55,7 @@ class Line:
     bottom: Optional[float] = None       # bottom y (None: the line's top less its size)
     gap_before: Optional[float] = None   # space to the line above it on its page (None: none above)
     gap_after: Optional[float] = None    # space to the line below it on its page
+    term: str = ""       # a definition term joined to this line's start (:func:`pair_terms`)
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class _Raw:
     y1: float
     text: str
     styles: Counter
+    term: str = ""
 
 
 class _Segment:
@@ -354,7 +356,8 @@ def _page_lines(pdf, index: int) -> list[Line]:
         before = raws[k - 1].y0 - r.y1 if k and raws[k - 1].y0 >= r.y1 - 1.0 else None
         after = r.y0 - raws[k + 1].y1 if k + 1 < len(raws) and r.y0 >= raws[k + 1].y1 - 1.0 else None
         size, bold, uniform = _style_of(r.styles)
-        lines.append(Line(index + 1, r.box, r.y1, r.text, size, bold, uniform, r.x0, r.y0, before, after))
+        lines.append(Line(index + 1, r.box, r.y1, r.text, size, bold, uniform, r.x0, r.y0, before, after,
+                          r.term))
     return lines
 
 
@@ -372,7 +375,8 @@ def pair_terms(raws: list[_Raw], page_width: float) -> list[_Raw]:
     box is narrow too or the description's box starts inside the term's box (a list under a
     paragraph), never across a gutter between two columns of text.
 
-    Right-most terms are joined first, so a row of three boxes becomes one line.
+    Right-most terms are joined first, so a row of three boxes becomes one line. The joined
+    line keeps its term (``_Raw.term``), so the entries of a definition list can be told apart.
     """
     extent: dict[int, tuple[float, float]] = {}
     for r in raws:
@@ -401,6 +405,6 @@ def pair_terms(raws: list[_Raw], page_width: float) -> list[_Raw]:
         if best is not None:
             r = raws[best]
             raws[best] = _Raw(r.box, t.x0, r.x1, min(r.y0, t.y0), max(r.y1, t.y1), f"{t.text} {r.text}",
-                              r.styles + t.styles)
+                              r.styles + t.styles, t.text)
             gone.add(i)
     return [r for i, r in enumerate(raws) if i not in gone]

@@ -34,6 +34,7 @@ _DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unse
 # a sentence that leans on the one before it ("Use of this algorithm is recommended ...")
 _ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b", re.I)
 DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
+LEAN_SENTENCES = 2       # sentences before a "this ..." sentence quoted with it
 WHOLE_ENTRY_CHARS = 700  # a reference entry this short is quoted whole
 # a line that ends a sentence (prose that starts with its title is no term line)
 _CLOSED_LINE = re.compile(r"[.!?]$")
@@ -185,10 +186,11 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
             continue
         chosen[s.unit.pos] = s
         left -= min(MAX_SENTENCES, s.unit.text.count("\n") + 1) if s.unit.block else 1
-        prev = by_pos.get(s.unit.pos - 1)      # the sentence a "this ..." sentence leans on
-        if prev is not None and _ANAPHOR.match(s.unit.text) and prev.unit.pos > covered and prev.unit.pos not in chosen:
-            chosen[prev.unit.pos] = prev
-            left -= 1
+        if _ANAPHOR.match(s.unit.text):       # the sentences a "this ..." sentence leans on
+            for lean in _leaned_on(s, by_pos):
+                if lean.unit.pos > covered and lean.unit.pos not in chosen:
+                    chosen[lean.unit.pos] = lean
+                    left -= 1
         nxt = by_pos.get(s.unit.pos + 1)       # the sentence that follows the best one
         if nxt is not None and left > 0 and nxt.score > FLOOR and nxt.unit.pos not in chosen:
             chosen[nxt.unit.pos] = nxt
@@ -214,6 +216,19 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     if not others:
         return text
     return text + ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others, how)
+
+
+def _leaned_on(s: _Scored, by_pos: dict[int, _Scored]) -> list[_Scored]:
+    """The sentences a "this ..." sentence ``s`` leans on: up to :data:`LEAN_SENTENCES` before
+    it in its paragraph, where what "this algorithm" is was named (``leastconn The server with
+    the lowest number of connections ...``, then a sentence, then "Use of this algorithm ...")."""
+    out: list[_Scored] = []
+    pos = s.unit.pos - 1
+    while len(out) < LEAN_SENTENCES and (p := by_pos.get(pos)) is not None \
+            and p.unit.para == s.unit.para and p.unit.kind == "sentence":
+        out.insert(0, p)
+        pos -= 1
+    return out
 
 
 def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) -> str:

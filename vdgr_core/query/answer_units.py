@@ -58,12 +58,15 @@ class Unit:
     lead : str
         The sentence introducing a block (or a table's header row); scored with it, and quoted
         before it when it ends with a colon.
+    para : int
+        The number of the paragraph it comes from, in reading order.
     """
 
     text: str
     kind: str
     pos: int
     lead: str = ""
+    para: int = 0        # the paragraph (blank-line separated) the unit comes from
 
     @property
     def block(self) -> bool:
@@ -167,13 +170,14 @@ def answer_units(text: str, titles: Iterable[str] = ()) -> list[Unit]:
     heads = {t.strip().casefold() for t in titles if t and t.strip()}
     units: list[Unit] = []
     last_sentence = ""
+    para = 0
 
     def add(kind: str, body: str, lead: str = "") -> None:
         nonlocal last_sentence
-        units.append(Unit(body, kind, len(units), lead))
+        units.append(Unit(body, kind, len(units), lead, para))
         last_sentence = body if kind == "sentence" else ""
 
-    for par in _paragraphs(text):
+    for para, par in enumerate(_paragraphs(text)):
         lines = _lines(par)
         if len(lines) == 1 and lines[0][0] == "text" and _is_heading(lines[0][1], heads):
             continue

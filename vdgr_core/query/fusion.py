@@ -198,7 +198,7 @@ def cap_per_document(hits: Sequence[SectionHit], doc_of: np.ndarray, k: int) -> 
 
 
 def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: int,
-                   keep_head: bool = True) -> SectionList:
+                   keep_head: bool = True, seeds: int = 0) -> SectionList:
     """The graph walk's sections (best first) carrying what the first hop knew of them, behind
     the first hop's best section.
 
@@ -207,7 +207,11 @@ def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: in
     as the walk's best (bench.quality.ablation, row "full, walk reorders the head"). A section both
     hold keeps the first hop's matched rows first and both routes; first-hop sections the walk
     did not reach follow the walk's, in their order, so a domain without a graph gives route
-    1's list back. At most ``limit`` sections.
+    1's list back. Of the first ``seeds`` first-hop sections (the walk's passage seeds), those
+    the walk did not reach (a seed without entities, such as a one-line reference entry) keep
+    their first-hop place (the head only with ``keep_head``), scored as the section they go
+    before: the walk knows nothing of them, and they would otherwise sink behind everything it
+    found (row "full + keep unreached seeds"). At most ``limit`` sections.
     """
     first = {h.section: h for h in first_hop}
     out: list[SectionHit] = []
@@ -219,6 +223,14 @@ def with_first_hop(walk: SectionList, first_hop: Sequence[SectionHit], limit: in
         out.append(h)
     floor = min((h.score for h in out), default=0.0)
     out += [SectionHit(h.section, floor, h.rows, h.routes) for h in first_hop if h.section in first]
+    reached = {h.section for h in walk.hits}
+    for place, seed in enumerate(first_hop[:seeds]):
+        if seed.section in reached:
+            continue
+        at = next(i for i, h in enumerate(out) if h.section == seed.section)
+        if at > place and (place or keep_head):
+            h = out.pop(at)
+            out.insert(place, SectionHit(h.section, out[place].score, h.rows, h.routes))
     if keep_head and first_hop and out and out[0].section != first_hop[0].section:
         at = next(i for i, h in enumerate(out) if h.section == first_hop[0].section)
         head = out.pop(at)

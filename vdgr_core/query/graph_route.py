@@ -45,6 +45,7 @@ from vdgr_core.query.ppr import personalized_pagerank
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.vectors import VectorSearch
 from vdgr_core.query.view import IndexView, csr_gather
+from vdgr_core.stopwords import STOP_WORDS
 from vdgr_core.store.domain_layout import DomainLayout
 
 DAMPING = 0.5         # HippoRAG 2's restart probability of 0.5: stay close to the seeds
@@ -54,7 +55,17 @@ _CACHE = 64           # entity visibility arrays kept (per domain and scope)
 
 
 def query_norms(question: str) -> list[str]:
-    """Normalized names to look up: extracted terms, then word 1-4 grams of the question."""
+    """Normalized names to look up: extracted terms, then word 1-4 grams of the question.
+
+    A single letter or a stopword names nothing: the option entities ``-i`` and ``-a``
+    normalize to ``i`` and ``a``, which every "how do I ..." question writes.
+
+    Examples
+    --------
+    >>> norms = query_norms("How do I merge a branch?")
+    >>> "merge" in norms, "branch" in norms, "i" in norms, "a" in norms
+    (True, True, False, False)
+    """
     out: dict[str, None] = {}
     for t in extract_terms(question, max_terms=16):
         if t.norm:
@@ -63,7 +74,7 @@ def query_norms(question: str) -> list[str]:
     for n in (4, 3, 2, 1):
         for i in range(len(toks) - n + 1):
             out.setdefault(normalize_term(" ".join(toks[i:i + n])), None)
-    return list(out)
+    return [n for n in out if len(n) > 1 and n not in STOP_WORDS]
 
 
 def seed_weights(seeds: Sequence[tuple[int, float]]) -> dict[int, float]:

@@ -35,18 +35,25 @@ _ALTERNATIVES = re.compile(r"\s*[,;|]\s+")
 # a term made of parts: joined by "-_.:" or written in camelCase (a heading of words is no term)
 _COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[-_.:][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}")
 _PIECE_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SHORT_FLAG = re.compile(r"[-+][A-Za-z]")
 _TERM_SPLIT = re.compile(r"[\s,;|()=<>\[\]{}\"'`]+")
 
 
+def _fold(term: str) -> str:
+    """``term`` lower-cased, except a one-letter option flag: ``-d`` and ``-D`` are two options."""
+    return term if _SHORT_FLAG.fullmatch(term) else term.casefold()
+
+
 def identifiers(question: str) -> frozenset[str]:
-    """The identifiers a question writes, lower-cased (trailing ``.,:;?`` removed).
+    """The identifiers a question writes, lower-cased but for one-letter flags (trailing
+    ``.,:;?`` removed).
 
     Examples
     --------
-    >>> sorted(identifiers("What does tune.bufsize or --autosquash do? Is AUTO_CD on by default?"))
-    ['--autosquash', 'auto_cd', 'tune.bufsize']
+    >>> sorted(identifiers("What does tune.bufsize or --autosquash do? Is AUTO_CD on? And -D?"))
+    ['--autosquash', '-D', 'auto_cd', 'tune.bufsize']
     """
-    return frozenset(m.group(0).rstrip(".,:;?!").casefold() for m in _IDENTIFIER.finditer(question))
+    return frozenset(_fold(m.group(0).rstrip(".,:;?!")) for m in _IDENTIFIER.finditer(question))
 
 
 def _pieces(text: str) -> frozenset[str]:
@@ -65,11 +72,13 @@ def names(question: str, title: str, ids: frozenset[str] = None, words: frozense
     False
     >>> names("How do I set tune.bufsize?", "tune.bufsize <number>")
     True
+    >>> names("What does mapfile's -d option do?", "-D"), names("What does -d do?", "-d delim")
+    (False, True)
     """
     ids = identifiers(question) if ids is None else ids
     words = _pieces(question) if words is None else words
     for alternative in _ALTERNATIVES.split(title):
-        terms = {t.casefold().rstrip(".,:;") for t in _TERM_SPLIT.split(alternative) if t}
+        terms = {_fold(t.rstrip(".,:;")) for t in _TERM_SPLIT.split(alternative) if t}
         if ids & terms:
             return True
         term = _PLACEHOLDER.sub(" ", alternative).split()

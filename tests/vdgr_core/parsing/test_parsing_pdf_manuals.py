@@ -275,3 +275,92 @@ def test_the_parser_needs_neither_pdfminer_nor_pypdf(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[3]).stdout
     assert out.strip() == "Orbit X2 Manual []"
+
+
+def _manual_page(pdf: FPDF, entries, after=()) -> None:
+    """A heading, a lead-in line, then ``entries`` as (x of term, term, x of text or None
+    for beside, lines[, term style]) and ``after`` as (x, line) pairs, 5 points a line."""
+    y = 20
+    _text(pdf, 15, y, "Shell Variables", "B", 14)
+    _text(pdf, 30, y + 8, "The following variables are set by the shell:")
+    y += 14
+    for term_x, term, text_x, lines, *style in entries:
+        style = style[0] if style else "B"
+        if text_x is None:                      # the term beside its first line
+            _text(pdf, term_x, y, term, style)
+            _text(pdf, 60, y, lines[0])
+            lines = lines[1:]
+            y += 5
+        else:
+            _text(pdf, term_x, y, term, style)
+            y += 5
+        for line in lines:
+            _text(pdf, text_x or 60, y, line)
+            y += 5
+        y += 2
+    for x, line in after:
+        _text(pdf, x, y, line)
+        y += 5
+    _text(pdf, 15, y + 8, "INVOCATION", "B", 14)          # two headings: neither is the title
+    _text(pdf, 30, y + 16, "A login shell reads the profile first.")
+
+
+def _sections(doc) -> dict[str, str]:
+    """Path -> text; a section resumed after its entries adds its text to the same path."""
+    out: dict[str, str] = {}
+    for s in doc.sections:
+        key = " > ".join(s.heading_path)
+        out[key] = f"{out[key]}\n\n{s.text}" if key in out else s.text
+    return out
+
+
+def test_a_definition_list_becomes_entries_titled_with_their_terms():
+    pdf = _pdf()
+    _manual_page(pdf, [(30, "BASHPID", 60, ["Expands to the process ID of the current bash process."]),
+                       (30, "HISTSIZE", 60, ["The number of commands to remember in the command",
+                                             "history. The default value is 500."]),
+                       (30, "!", None, ["Expands to the process ID of the job most recently",
+                                        "placed into the background."]),
+                       (30, "PWD", None, ["The current working directory as set by the cd command."])])
+    sections = _sections(_parse(pdf))
+    assert "The following variables are set by the shell:" in sections["Shell Variables"]
+    histsize = sections["Shell Variables > HISTSIZE"]
+    assert histsize.startswith("HISTSIZE") and "The default value is 500." in histsize
+    assert "BASHPID" not in histsize and "current working directory" not in histsize
+    assert "placed into the background" in sections["Shell Variables > !"]    # a term by its layout
+    assert sections["Shell Variables > PWD"].startswith("PWD The current working directory")
+
+
+def test_a_paragraph_after_entries_is_not_cut_at_its_indented_first_line():
+    pdf = _pdf()
+    _manual_page(pdf, [(30, "BASHPID", 60, ["Expands to the process ID of the current bash process."]),
+                       (30, "HISTSIZE", 60, ["The number of commands to remember."])],
+                 after=[(36, "When job control is not active, the kill and wait builtins do not accept"),
+                        (30, "jobspec arguments. They must be supplied process ids.")])
+    sections = _sections(_parse(pdf))
+    assert "kill and wait" not in sections["Shell Variables > HISTSIZE"]
+    assert any("builtins do not accept" in text and "jobspec arguments" in text for text in sections.values())
+
+
+def test_lead_in_lines_over_examples_are_not_entries_but_command_forms_join_theirs():
+    pdf = _pdf()
+    _manual_page(pdf, [(30, "will produce", 45, ["set terminal postscript enhanced"], ""),
+                       (30, "and the commands", 45, ["set style line 1 lw 2"], "")])
+    titles = {s.heading_path[-1] for s in _parse(pdf).sections if s.heading_path}
+    assert not titles & {"will produce", "and the commands"}
+
+    pdf = _pdf()                                # list numbers beside their items
+    _manual_page(pdf, [(30, "1.", None, ["open files inherited by the shell at invocation"], ""),
+                       (30, "2.", None, ["the current working directory as set by cd"], "")])
+    doc = _parse(pdf)
+    assert not {s.heading_path[-1] for s in doc.sections if s.heading_path} & {"1.", "2."}
+    assert "open files inherited" in _sections(doc)["Shell Variables"]
+
+    pdf = _pdf()
+    _manual_page(pdf, [(30, "alias [-p] [name[=value] ...]", 60, ["Alias with no arguments prints the list."]),
+                       (30, "declare [-aAfFgiIlnrtux] [-p] [name ...]", 60, []),
+                       (30, "typeset [-aAfFgiIlnrtux] [-p] [name ...]", 60, ["Declare variables and give them",
+                                                                             "attributes."])])
+    sections = _sections(_parse(pdf))
+    declare = sections["Shell Variables > declare [-aAfFgiIlnrtux] [-p] [name ...]"]
+    assert "typeset" in declare and "Declare variables and give them attributes." in declare

@@ -140,3 +140,17 @@ def test_a_keyword_whose_description_runs_on_in_its_line_is_an_entry_quoted_once
     assert answer.startswith("set weight <backend>/<server> <weight>[%] Change a server's weight to the value "
                              "passed in argument.")
     assert answer.count("set weight") == 1
+
+
+def test_a_this_sentence_is_quoted_with_the_sentences_that_name_what_it_means():
+    # a long entry whose list item runs on in one paragraph: "this algorithm" is leastconn
+    intro = " ".join(f"The balance keyword sets algorithm number {i} of several for a backend." for i in range(12))
+    text = ("balance <algorithm> [ <arguments> ]\n\nDefine the load balancing algorithm to be used in a backend.\n\n"
+            f"{intro}\n\nroundrobin Each server is used in turns, according to their weights. "
+            "leastconn The server with the lowest number of connections receives the connection. "
+            "Round-robin is performed within groups of servers of the same load. "
+            "Use of this algorithm is recommended where very long sessions are expected, such as LDAP or SQL.")
+    answer = extractive_answer("Which balance algorithm is recommended for long sessions such as LDAP?",
+                               [ev(text, title="balance <algorithm> [ <arguments> ]")])
+    assert "leastconn The server with the lowest number of connections receives the connection." in answer
+    assert "Use of this algorithm is recommended" in answer

@@ -3,6 +3,7 @@ import scipy.sparse as sp
 
 from vdgr_core.query.fusion import (Ranked, SectionHit, SectionList, add_candidates, by_section,
                                     cap_per_document, fuse, with_first_hop)
+from vdgr_core.query.graph_route import query_norms
 from vdgr_core.query.ppr import personalized_pagerank
 
 
@@ -185,3 +186,25 @@ def test_with_first_hop_keeps_route_1s_best_section_first():
     assert [h.section for h in with_first_hop(unreached, first, 10).hits] == [1, 9, 2]
     # keep_head=False: the walk's order alone
     assert [h.section for h in with_first_hop(walk, first, 10, keep_head=False).hits] == [9, 2, 1]
+
+
+def test_the_walks_unreached_seeds_keep_their_first_hop_places():
+    first = [SectionHit(s, 1.0 - s / 10, (s * 10,), ("hybrid",)) for s in (1, 2, 3, 4, 5)]
+    # the walk found 1, the neighbours 7, 8, 9, then the seed 3; it never reached the seeds 2 and 4
+    walk = SectionList("graph", [SectionHit(s, w, (s * 10,), ("graph",))
+                                 for s, w in ((1, 0.9), (7, 0.8), (8, 0.7), (9, 0.6), (3, 0.2))])
+    assert [h.section for h in with_first_hop(walk, first, 10).hits] == [1, 7, 8, 9, 3, 2, 4, 5]
+    kept = with_first_hop(walk, first, 10, seeds=4).hits
+    assert [h.section for h in kept] == [1, 2, 7, 4, 8, 9, 3, 5]     # 3 was reached: the walk places it
+    assert [h.score for h in kept][:5] == [0.9, 0.8, 0.8, 0.7, 0.7]  # scored as the one they go before
+    assert kept[1].routes == ("hybrid",)
+    # without keep_head the walk still orders the head; the later seeds keep their places
+    walk2 = SectionList("graph", [SectionHit(7, 0.9, (70,), ("graph",)), SectionHit(1, 0.5, (10,), ("graph",))])
+    assert [h.section for h in with_first_hop(walk2, first, 10, keep_head=False, seeds=2).hits] == [7, 2, 1, 3, 4, 5]
+
+
+def test_a_question_word_of_one_letter_or_a_stopword_names_no_entity():
+    # the option entities -i and -a normalize to "i" and "a": "how do I merge a branch" names neither
+    norms = query_norms("How do I merge a branch with -i?")
+    assert {"merge", "branch"} <= set(norms)
+    assert not {"i", "a", "how", "do"} & set(norms)

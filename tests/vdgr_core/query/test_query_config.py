@@ -29,8 +29,9 @@ def test_json_written_before_the_slices_loads_to_the_same_config():
     loaded = QueryConfig.model_validate_json(json.dumps(BEFORE))
     assert loaded == QueryConfig()
     now = json.loads(loaded.model_dump_json())
-    # graph_m retired, still read; named_first added since, on by default
-    assert now == {**{k: v for k, v in BEFORE.items() if k != "graph_m"}, "named_first": True}
+    # graph_m retired, still read; named_first (on by default) and graph_keep_seeds (off) added since
+    assert now == {**{k: v for k, v in BEFORE.items() if k != "graph_m"}, "named_first": True,
+                   "graph_keep_seeds": False}
 
 
 def test_non_default_json_reaches_each_slice():
@@ -40,7 +41,7 @@ def test_non_default_json_reaches_each_slice():
                                       "guardrails": {"phone_regions": ["DE"], "min_support": 0.7}})
     s = cfg.slices
     assert (s.retrieve.k, s.retrieve.routes) == (7, ("bm25", "toc"))
-    assert s.graph == GraphSettings(n=9, beta=0.2, keep_head=True, synonym_min=0.95)
+    assert s.graph == GraphSettings(n=9, beta=0.2, keep_head=True, synonym_min=0.95, keep_seeds=False)
     assert s.ann.nprobes == 8 and s.toc.fine == 2 and s.expand.rounds == 2
     assert s.routing == RoutingSettings(enabled=True, threshold=0.3, max_domains=3)
     assert s.fusion.hybrid_fusion == "rrf" and s.fusion.weights() == cfg.route_weights

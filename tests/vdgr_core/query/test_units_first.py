@@ -37,6 +37,9 @@ def test_identifiers_and_titles_the_question_names():
     assert not names("What does --all do?", "--allow-empty")
     assert not names("How do I check the configuration?", "Configuration")      # one word names nothing
     assert names("What is tune.bufsize?", "tune.bufsize <number>")
+    # a one-letter flag keeps its case: -d and -D are two options
+    assert identifiers("What does mapfile -d do, and -D?") == {"-d", "-D"}
+    assert not names("What does the -d delimiter do?", "-D") and names("What does -d do?", "-d delim")
 
 
 def test_named_sections_take_the_first_places_of_their_document_only():

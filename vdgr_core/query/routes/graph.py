@@ -27,5 +27,6 @@ class GraphWalkRoute:
         d = self._deps
         out = by_section(d.graph.search(q, depth * CHUNKS_PER_SECTION), d.view.sections.of_row, depth)
         if q.first_hop is not None:
-            out = with_first_hop(out, q.first_hop, depth, d.graph_settings.keep_head)
+            g = d.graph_settings
+            out = with_first_hop(out, q.first_hop, depth, g.keep_head, g.n if g.keep_seeds else 0)
         return out
