@@ -19,7 +19,8 @@ halves (:mod:`bench.prepare.splits`).
 Extraction figures, counted on the product's parse of each PDF (``vdgr_core.parsing``):
 
 - headings: sections with a heading; option-flag headings: headings that are only option flags
-  (``-v -x -D``);
+  (``-v -x -D``): a fault of the font-heading rules, until parser ``pdf-6`` made option entries
+  sections titled with their flags;
 - hyphen breaks left: words the PDF breaks at a line end (PDFium marks such a hyphen) that the
   parsed text still shows broken (``sig-nal``, ``sig- nal``);
 - Unicode minus / ligatures left: U+2212 and U+FB00-FB06 characters in the parsed text;
@@ -249,6 +250,9 @@ def render(report: dict) -> str:
              " dev/test by id hash (bench/prepare/splits.py)",
              "- hit@k: an evidence among the first k from the gold document whose text contains the gold"
              " answer string (whitespace-free, casefolded); page@k: one starting on the gold page or the one before",
+             "- headings: sections with a title; option-flag headings: titles that are only option flags, a"
+             " fault of the font-heading rules before `after`, and from `pdf-entries` on (parser pdf-6) the"
+             " titles of option entries (`OPTIONS > -c`), as in the HTML and text parsers",
              "- parse s: wall seconds of the product's parse on a 2-core machine shared with other jobs (noisy);"
              " the extractor table comes from `--extractors`",
              ""]
