@@ -2,7 +2,8 @@
 
 Offline: an extractive answer quoting the evidence units (sentences, procedures, table rows,
 commands) sharing most words with the question, one part per product version. When the
-*anchor* (the first evidence item, unless another holds a clearly better unit) is a reference
+*anchor* (the first evidence item, unless another holds a clearly better unit; for a question
+asking for an option or a default, the first reference entry of the top three) is a reference
 entry, the answer quotes it: its defining lines (term, fields, the first sentence of its
 description; a short entry whole), then its best units and the sentence that follows them,
 then a unit of another item holding question words the quote lacks; units next to each other
@@ -34,6 +35,10 @@ _DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unse
 # a sentence that leans on the one before it ("Use of this algorithm is recommended ...")
 _ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b", re.I)
 DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
+# a question asking for an option, a parameter or a command by what it does: an entry answers it
+_ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"
+                      r"command|builtin|function|algorithm)s?\b", re.I)
+ENTRY_ANCHOR_ITEMS = 3   # an option question's anchor: a reference entry among this many items
 LEAN_SENTENCES = 2       # sentences before a "this ..." sentence quoted with it
 WHOLE_ENTRY_CHARS = 700  # a reference entry this short is quoted whole
 # a line that ends a sentence (prose that starts with its title is no term line)
@@ -101,7 +106,7 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
-        return _focused(scored, dict(top), how, qterms)
+        return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)))
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
         mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
@@ -161,12 +166,18 @@ def _whole(ev: Evidence) -> str:
     return "\n".join(lines)
 
 
-def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Sequence[str] = ()) -> str:
+def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Sequence[str] = (),
+             entry_q: bool = False) -> str:
     """The answer from one anchor evidence item (see the module docstring), then units of the
-    other items that hold question words (``qterms``) the anchor's quote lacks."""
+    other items that hold question words (``qterms``) the anchor's quote lacks. For a question
+    asking for an option or a default (``entry_q``), a reference entry among the first
+    :data:`ENTRY_ANCHOR_ITEMS` items is the anchor when the first item is not one."""
     best = scored[0]
     first = [s for s in scored if s.n == 1]
     anchor = 1 if first and first[0].score >= ANCHOR_SHARE * best.score else best.n
+    if entry_q and not is_definition(evidence[anchor]):
+        anchor = next((n for n in range(1, ENTRY_ANCHOR_ITEMS + 1) if n in evidence and is_definition(evidence[n])
+                       and any(s.n == n and s.score >= ANCHOR_SHARE * best.score for s in scored)), anchor)
     ev = evidence[anchor]
     mine = sorted((s for s in scored if s.n == anchor), key=lambda s: s.unit.pos)
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))

@@ -154,3 +154,15 @@ def test_a_this_sentence_is_quoted_with_the_sentences_that_name_what_it_means():
                                [ev(text, title="balance <algorithm> [ <arguments> ]")])
     assert "leastconn The server with the lowest number of connections receives the connection." in answer
     assert "Use of this algorithm is recommended" in answer
+
+
+def test_a_question_about_a_default_is_answered_from_the_entry_behind_prose():
+    prose = "This sets up a TCP server on port 514 and permits it to accept up to 500 connections."
+    entry = ("MaxSessions\n\ntype | default | mandatory\ninteger | 200 | no\n\n"
+             "Sets the maximum number of sessions supported.")
+    evidence = [ev(prose, title="TCP syslog", n=1), ev(entry, title="MaxSessions", n=2)]
+    answer = extractive_answer("How many TCP sessions does the listener accept by default?", evidence)
+    assert "integer | 200 | no" in answer and "[2]" in answer
+    # a question asking for neither an option nor a default keeps the first item as its anchor
+    answer = extractive_answer("How many TCP sessions does the listener accept?", evidence)
+    assert answer.split(" [")[0].startswith("This sets up a TCP server")
