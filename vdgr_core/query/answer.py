@@ -32,8 +32,10 @@ _DEFAULT_Q = re.compile(r"\bdefaults?\b|\bunless\b|\bif (?:i|you|we) (?:do not|d
                         r"|\bout of the box\b", re.I)
 _DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unset|not specified|unspecified|left unspecified|"
                         r"omitted)\b|\bunless\b", re.I)
-# a sentence that leans on the one before it ("Use of this algorithm is recommended ...")
-_ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b", re.I)
+# a sentence that leans on the one before it ("Use of this algorithm is recommended ...", "The
+# HEAD in such a state is called detached")
+_ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b"
+                      r"|^(?:\S+\s+){1,5}such\s+an?\b", re.I)
 DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
 # a question asking for an option, a parameter or a command by what it does: an entry answers it
 _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"

@@ -166,3 +166,15 @@ def test_a_question_about_a_default_is_answered_from_the_entry_behind_prose():
     # a question asking for neither an option nor a default keeps the first item as its anchor
     answer = extractive_answer("How many TCP sessions does the listener accept?", evidence)
     assert answer.split(" [")[0].startswith("This sets up a TCP server")
+
+
+def test_a_such_a_sentence_is_quoted_with_the_sentence_it_refers_to():
+    text = ("detached HEAD\n\nNormally the HEAD stores the name of a branch, and commands operate on the history "
+            "leading to the tip of that branch. However, Git also allows you to check out an arbitrary commit "
+            "that is not the tip of any particular branch. The HEAD in such a state is called detached. "
+            "Commands that build history still work while the HEAD is detached, and they update it.\n\n"
+            + " ".join(f"Reflog entry {i} records where a branch pointed before command {i} moved it." for i in range(12)))
+    assert len(text) > 700                      # not a short entry quoted whole
+    answer = extractive_answer("What is a detached HEAD?", [ev(text, title="detached HEAD"),
+                                                            ev("Heads are branches.", title="Heads", n=2)])
+    assert "check out an arbitrary commit that is not the tip of any particular branch. The HEAD in such" in answer
