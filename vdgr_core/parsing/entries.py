@@ -92,6 +92,9 @@ def split_entries(lines: list[str], options_only: bool = False,
     known_terms : collection of int
         Indexes of lines that are terms by their layout (a PDF's term set in a column beside its
         description), whatever their text; each is a term line over its description.
+    never_terms : collection of int
+        Indexes of lines that their layout says are no terms (a PDF's plain line of words over
+        an indented example); ``known_terms`` wins over it.
 
     Returns
     -------

@@ -91,15 +91,22 @@ class _Body:
         return "\n\n".join(self.parts)
 
 
-def entry_runs(lines: Sequence[Line]) -> list[tuple[Optional[str], list[Line]]]:
+Run = tuple[Optional[str], list[Line]]      # (term, or None for text; its lines)
+
+
+def entry_runs(lines: Sequence[Line]) -> list[Run]:
     """A heading's lines split into text and definition entries, ``(term or None, lines)`` in order.
 
     The lines are laid out as indented text (indentation from their left edges) and split by
     :func:`vdgr_core.parsing.entries.split_entries`, the rules of a manual page in plain text: a
     run of at least two terms at one indentation, each a short line over a deeper description.
     A term set beside its description (:func:`pair_terms`) is a term whatever its text (``!``,
-    ``$``; not a bullet or a list number), on a line of its own over the rest of its line; a plain (not bold) line of words
-    ("On the other hand", "will produce") over an indented example is none.
+    ``$``; not a bullet or a list number), on a line of its own over the rest of its line; a
+    plain (not bold) line of words ("On the other hand", "will produce") over an indented
+    example is none. Then: an entry whose description is not words is text again
+    (:func:`_described`), text runs are joined, an entry does not end inside a paragraph
+    (:func:`_whole_paragraphs`) and more forms of one term join its entry
+    (:func:`_merge_synopses`).
 
     Examples
     --------
@@ -128,7 +135,7 @@ def entry_runs(lines: Sequence[Line]) -> list[tuple[Optional[str], list[Line]]]:
                 prose.append(len(text))
             text.append(pad + ln.text)
             owner.append(k)
-    runs: list[tuple[Optional[str], list[Line]]] = []
+    runs: list[Run] = []
     at = 0
     for seg in split_entries(text, known_terms=paired, never_terms=prose):
         n = len(seg.lines)
@@ -137,9 +144,6 @@ def entry_runs(lines: Sequence[Line]) -> list[tuple[Optional[str], list[Line]]]:
         runs.append((seg.term, [lines[k] for k in group]))
     runs = [(term if term is None or _described(term, group) else None, group) for term, group in runs if group]
     return _merge_synopses(_whole_paragraphs(_joined_text(runs)))
-
-
-Run = tuple[Optional[str], list[Line]]
 
 
 def _described(term: str, group: list[Line]) -> bool:
@@ -152,6 +156,7 @@ def _described(term: str, group: list[Line]) -> bool:
 
 
 def _joined_text(runs: list[Run]) -> list[Run]:
+    """Text runs next to each other (an entry made text again between them) as one run."""
     out: list[Run] = []
     for term, group in runs:
         if term is None and out and out[-1][0] is None:
