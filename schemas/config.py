@@ -347,12 +347,17 @@ class RetrieveSettings:
     named_first : bool
         Within each document, the sections whose title the question names come first
         (:mod:`vdgr_core.query.named`).
+    copies_last : bool
+        A section that repeats an earlier one of the same domain and version (same title, same
+        text: a manual page that includes another's options) goes behind the first ``k``
+        (:func:`vdgr_core.query.fusion.copies_last`).
     """
 
     k: int = 10
     routes: tuple[str, ...] = ("hybrid", "graph")
     composition: str = "parallel"
     named_first: bool = True
+    copies_last: bool = True
 
     def __post_init__(self):
         _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
@@ -547,6 +552,9 @@ class QueryConfig(_Frozen):
     # within each document, the sections whose title the question names come first
     # (vdgr_core.query.named; bench/quality/bench_refdocs.py and the ablation measure it)
     named_first: bool = True
+    # a section repeating an earlier one of its domain (same title and text, e.g. options that
+    # git-pull's page includes from git-merge's) goes behind the first k (fusion.copies_last)
+    copies_last: bool = True
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
     # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)
@@ -628,7 +636,8 @@ class QueryConfig(_Frozen):
         ``model_copy(update=...)`` is reflected)."""
         g = self.guardrails
         return QuerySlices(
-            retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition, self.named_first),
+            retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition, self.named_first,
+                                      self.copies_last),
             routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
             fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
                                   tuple(self.route_weights.items()), self.reranker.top_n),

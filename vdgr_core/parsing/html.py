@@ -63,7 +63,7 @@ _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "t
 #: html-5: bulleted lists of parameters are entries); part of the content rules recorded in
 #: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
 #: on the next update
-PARSER_VERSION = "html-5"
+PARSER_VERSION = "html-6"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")

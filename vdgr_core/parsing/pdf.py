@@ -52,7 +52,7 @@ __all__ = ["PARSER_VERSION", "Bookmark", "Line", "clean_text", "drop_running_lin
            "font_headings", "join_broken_word", "outline_headings", "pair_terms", "parse_pdf"]
 
 # the rules below (extraction, cleaning, pairing, headings); part of the content rules in the manifest
-PARSER_VERSION = "pdf-6"
+PARSER_VERSION = "pdf-7"
 # indentation is compared in steps of this many points, so a bold term half a point to the left
 # of its plain neighbours is at their indentation
 _INDENT_STEP_PT = 2.0

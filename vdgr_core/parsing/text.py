@@ -31,7 +31,7 @@ _MAN_RUNNING = re.compile(r"^\S+\(\d\w*\)\s{2,}.*\S\s*$|^.*\s{2,}\S+\(\d\w*\)\s*
 #: names the rules text is made with (text-2: manual pages, reference entries; text-3: an
 #: option over " : " and its description opens an entry); part of the
 #: content rules recorded in the manifest (vdgr_core.safety.content_rules)
-PARSER_VERSION = "text-3"
+PARSER_VERSION = "text-4"
 
 
 def _numbered(line: str, prev_blank: bool) -> Optional[tuple[int, str]]:

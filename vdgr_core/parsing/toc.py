@@ -7,6 +7,12 @@ of their own. An entry is a heading one half level below the section that holds 
 (``... > Main options > message_size_limit``) and its text a section of its own. Entries never
 nest in each other, any real heading closes them, and a :data:`RESUME` entry (title ``None``)
 closes them too: its body is the text that follows them in the section that holds them.
+
+Tiny entries go together: consecutive entries of one section whose bodies are each under
+:data:`TINY_ENTRY_CHARS` non-space characters (``history  Same as fc -l.``, ``-i  If the -i
+option is present, the shell is interactive.``) become one section titled with their terms
+joined by ", " (as an entry's aliases are), up to :data:`GROUP_MAX_CHARS` in all: each term
+stays a title in the path, and the group's text is a unit worth searching.
 """
 from __future__ import annotations
 
@@ -23,6 +29,10 @@ Pages = tuple[tuple[int, int], ...]
 #: the title of an entry that closes the open reference entries (its level is ignored)
 RESUME = None
 _ENTRY_OFFSET = 0.5
+#: an entry whose body has fewer non-space characters than this goes with its tiny neighbours
+TINY_ENTRY_CHARS = 100
+#: a group of tiny entries holds at most this many non-space characters
+GROUP_MAX_CHARS = 300
 
 
 def entry_level(section_level: float) -> float:
@@ -49,7 +59,7 @@ def nonspace_len(text: str) -> int:
 
     Examples
     --------
-    >>> nonspace_len(" a b\n\nc ")
+    >>> nonspace_len(" a b\\n\\nc ")
     3
     """
     return len("".join(text.split()))
@@ -116,6 +126,7 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     tuple of Section
     """
     sections: list[Section] = []
+    is_entry: list[bool] = []
     stack: list[tuple[int, str]] = []
     for entry in entries:
         level, title, body, pages = _unpack(entry)
@@ -127,6 +138,7 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
             if body:
                 path = tuple(t for _, t in stack)
                 sections.append(Section(path[-1] if path else "", len(path), path, body, pages))
+                is_entry.append(False)
             continue
         if level <= 0 or not title:
             if not body:
@@ -137,13 +149,59 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
                 sections[-1] = Section(prev.title, prev.level, prev.heading_path, text, joined)
             else:
                 sections.append(Section("", 0, (), body, pages))
+                is_entry.append(False)
             continue
         while stack and (stack[-1][0] >= level or (is_entry_level(stack[-1][0]) and not is_entry_level(level))):
             stack.pop()
         stack.append((level, title))
         path = tuple(t for _, t in stack)
         sections.append(Section(title, len(path), path, body, pages))
-    return tuple(sections)
+        is_entry.append(is_entry_level(level))
+    return tuple(group_tiny_entries(sections, is_entry))
+
+
+def _tiny(section: Section) -> bool:
+    return nonspace_len(section.text) < TINY_ENTRY_CHARS
+
+
+def group_tiny_entries(sections: Sequence[Section], is_entry: Sequence[bool]) -> list[Section]:
+    """Sections with each run of consecutive tiny entries of one section merged into one.
+
+    A run is entries (``is_entry``) with the same parent path, each with a body under
+    :data:`TINY_ENTRY_CHARS` non-space characters; it is cut where the next entry would take
+    the group past :data:`GROUP_MAX_CHARS`. A run of one entry stays as it is.
+
+    Examples
+    --------
+    >>> s = lambda t, body: Section(t, 2, ("Builtins", t), body)
+    >>> out = group_tiny_entries([s("fc", "fc  " + "x" * 200), s("history", "history  Same as fc -l."),
+    ...                           s("integer", "integer  Same as typeset -i.")], [True] * 3)
+    >>> [(x.title, x.heading_path) for x in out]
+    [('fc', ('Builtins', 'fc')), ('history, integer', ('Builtins', 'history, integer'))]
+    """
+    out: list[Section] = []
+    run: list[Section] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            title = ", ".join(x.title for x in run)
+            text, pages = _join_bodies(*((x.text, x.pages) for x in run))
+            out.append(Section(title, run[0].level, run[0].heading_path[:-1] + (title,), text, pages))
+        run.clear()
+
+    for section, entry in zip(sections, is_entry):
+        if not (entry and _tiny(section)):
+            flush()
+            out.append(section)
+            continue
+        if run and (run[0].heading_path[:-1] != section.heading_path[:-1]
+                    or sum(nonspace_len(x.text) for x in run) + nonspace_len(section.text) > GROUP_MAX_CHARS):
+            flush()
+        run.append(section)
+    flush()
+    return out
 
 
 def build_document(

@@ -25,7 +25,7 @@ on the section's stable rank.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Optional, Sequence
+from typing import Callable, Hashable, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -171,6 +171,35 @@ def add_candidates(anchor: Sequence[SectionHit], extra: Sequence[SectionHit], st
         if i < len(tail):
             out.append(tail[i])
     return out
+
+
+def copies_last(hits: Sequence[SectionHit], key_of: Callable[[SectionHit], Hashable], k: int) -> list[SectionHit]:
+    """Move each section whose ``key_of`` repeats an earlier section's behind the first ``k``.
+
+    A manual often prints the same entry in several documents (git's pages include each
+    other's option lists; a glossary is also a chapter of the user manual). Each copy would
+    take one of the ``k`` places and show the reader nothing new, so the first of them stays
+    where it ranked and the others follow the first ``k`` sections, in order.
+
+    Examples
+    --------
+    >>> hs = [SectionHit(s, 1.0, (s,), ("bm25",)) for s in range(4)]
+    >>> [h.section for h in copies_last(hs, lambda h: "ab"[h.section % 2] if h.section < 3 else "c", 3)]
+    [0, 1, 3, 2]
+    """
+    seen: set = set()
+    top: list[SectionHit] = []
+    held: list[SectionHit] = []
+    for i, h in enumerate(hits):
+        if len(top) >= k:
+            return top + held + list(hits[i:])
+        key = key_of(h)
+        if key in seen:
+            held.append(h)
+            continue
+        seen.add(key)
+        top.append(h)
+    return top + held
 
 
 def cap_per_document(hits: Sequence[SectionHit], doc_of: np.ndarray, k: int) -> list[SectionHit]:

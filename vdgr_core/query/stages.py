@@ -30,7 +30,7 @@ from vdgr_core.query.answer_stage import AnswerStage
 from vdgr_core.query.context import QueryContext, Search
 from vdgr_core.query.evidence import injection_flags, to_evidence
 from vdgr_core.query.expand import Expander
-from vdgr_core.query.fusion import cap_per_document
+from vdgr_core.query.fusion import cap_per_document, copies_last
 from vdgr_core.query.guardrails import screen_query
 from vdgr_core.query.named import named_first
 from vdgr_core.query.neutral import citations
@@ -59,12 +59,17 @@ class QueryStages:
     named : bool
         Whether the evidence stage puts the sections the question names first within their
         document (``RetrieveSettings.named_first``).
+    copies : bool
+        Whether sections that repeat an earlier one go behind the first ``k``
+        (``RetrieveSettings.copies_last``).
     """
 
     def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
-                 answerer: AnswerStage, deny_list: Sequence[str] = (), named: bool = True):
+                 answerer: AnswerStage, deny_list: Sequence[str] = (), named: bool = True,
+                 copies: bool = True):
         self.view = view
         self.named = named
+        self.copies = copies
         self.embedder = embedder
         self.router = router
         self.retriever = retriever
@@ -123,12 +128,15 @@ class QueryStages:
         ctx.search = Search(text, qvec, scope, ctx.domains, trace)
 
     def evidence(self, ctx: QueryContext) -> None:
-        """The named sections first in their documents, at most half of ``k`` per document, then
-        the first ``k`` sections as evidence."""
+        """The named sections first in their documents, copies of an earlier section behind the
+        first ``k``, at most half of ``k`` per document, then the first ``k`` sections as
+        evidence."""
         hits = ctx.hits
         if self.named:
             hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
                                self._unit_title) + list(hits[3 * ctx.k:])
+        if self.copies:
+            hits = copies_last(hits, self._copy_key, ctx.k)
         hits = cap_per_document(hits, self.view.sections.doc, ctx.k)[: ctx.k]
         ctx.evidence = [to_evidence(self.view, h) for h in hits]
         flagged = injection_flags(self.view, hits)
@@ -136,6 +144,15 @@ class QueryStages:
             ctx.trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "
                            "(possible prompt injection; passed to any LLM as delimited data only)",
                            injection_flags=flagged)
+
+    def _copy_key(self, h) -> tuple:
+        """What two copies of one section share: domain, version, title, chunk count and the text
+        of the first and last chunks (the copies met are whole sections repeated, not edits).
+        The same text in two versions of a product is no copy: an answer quotes each version."""
+        c = self.view.contents
+        rows = self.view.sections.rows[h.section]
+        ends = (rows[0], rows[-1]) if len(rows) else (h.row, h.row)
+        return (c.domain[h.row], c.version[h.row], c.title[h.row], len(rows), *(" ".join(c.text[r].split()) for r in ends))
 
     def _unit_title(self, h) -> str:
         """The title of a hit's section as a unit a question can name: "" for the text before a

@@ -7,8 +7,16 @@ level under the heading; the text after the entries continues the heading's sect
 import pytest
 
 from schemas.errors import DeadLetterReason, DocumentError
-from vdgr_core.parsing import parse_document
+from vdgr_core.parsing import parse_document, toc
 from vdgr_core.parsing.toc import RESUME, build_sections, entry_level
+
+
+@pytest.fixture(autouse=True)
+def _entries_one_by_one(monkeypatch):
+    """These tests look at how entries are found, one section each: tiny entries are not grouped
+    here (tests/vdgr_core/parsing/test_tiny_entries.py tests the grouping)."""
+    monkeypatch.setattr(toc, "TINY_ENTRY_CHARS", 0)
+
 
 PARAMETERS = """<html><body><h1>Postfix manual</h1>
 <h2>Parameters</h2><p>Each parameter below.</p>

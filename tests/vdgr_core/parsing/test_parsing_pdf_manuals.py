@@ -6,9 +6,17 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
-from vdgr_core.parsing import parse_bytes
+from vdgr_core.parsing import parse_bytes, toc
 from vdgr_core.parsing.pdf import PARSER_VERSION, clean_text, join_broken_word
 from vdgr_core.safety import content_rules
+
+
+@pytest.fixture(autouse=True)
+def _entries_one_by_one(monkeypatch):
+    """These tests look at how entries are found, one section each: tiny entries are not grouped
+    here (tests/vdgr_core/parsing/test_tiny_entries.py tests the grouping)."""
+    monkeypatch.setattr(toc, "TINY_ENTRY_CHARS", 0)
+
 
 BODY = 10
 _UNICODE_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
