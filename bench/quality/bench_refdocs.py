@@ -18,6 +18,8 @@ What is counted, per half:
   angle brackets read as ``< >``, case ignored);
 - **routing**: the first routed domain is the gold product; **first evidence**: the first
   evidence item is from it;
+- **copies@10**: items among the first 10 that repeat an earlier one (same product, heading and
+  text, normalized as above), summed over the questions: places that showed nothing new;
 - **answer**: the answer matches the gold regex (the peers' "answer" is their first chunk, as a
   reader of a top-1 chunk would see it); ROUGE-L of the answer against the located answer;
 - **p50 / p95 ms**: the query's own wall time, models loaded, question embedding included.
@@ -56,6 +58,7 @@ CONFIGS: dict[str, dict] = {
     "bm25": {"routes": ("bm25",)},
     "dense": {"routes": ("dense",)},
     "hybrid": {"routes": ("hybrid",)},
+    "copies_kept": {"copies_last": False},
 }
 _SEPARATORS = re.compile(r"\s+\|\s+|[\u00b6\uf0c1]")
 _WS = re.compile(r"\s+")
@@ -180,6 +183,17 @@ def llamaindex_runners(corpus: Path) -> tuple[dict[str, Callable[[dict], dict]],
 
 # ---------------------------------------------------------------------------- scoring
 
+def copies(items: list) -> int:
+    """Items that repeat an earlier item of the list: same product, heading and text (normalized)."""
+    seen: set = set()
+    n = 0
+    for it in items:
+        key = (it["domain"], norm(it["heading"]).lower(), norm(it["text"]).lower())
+        n += key in seen
+        seen.add(key)
+    return n
+
+
 def score(q: dict, got: dict) -> dict:
     """One question's figures from one system's result."""
     from vdgr_core.eval.rouge import rouge_l_f1
@@ -188,7 +202,7 @@ def score(q: dict, got: dict) -> dict:
     first = next((i for i, it in enumerate(got["items"])
                   if it["domain"] == dom and gold_match(g, f"{it['heading']} {it['text']}")), None)
     items = got["items"]
-    return {"id": q["id"], "first": first,
+    return {"id": q["id"], "first": first, "copies": copies(items[:10]),
             "routing": (got["routing"][0] == dom) if got["routing"] else None,
             "first_evidence": bool(items) and items[0]["domain"] == dom,
             "answer": gold_match(g, got["answer"]), "rouge_l": round(rouge_l_f1(got["answer"], g["answer"]), 4),
@@ -210,6 +224,7 @@ def aggregate(rows: list[dict], questions: dict[str, dict]) -> dict:
                      "routing": sum(bool(r["routing"]) for r in routed) if routed else None,
                      "first_evidence": sum(r["first_evidence"] for r in rs),
                      "answer": sum(r["answer"] for r in rs),
+                     "copies@10": sum(r.get("copies", 0) for r in rs),
                      "rouge_l": round(sum(r["rouge_l"] for r in rs) / max(1, len(rs)), 3),
                      "p50_ms": round(percentile([r["ms"] for r in rs], 50), 1),
                      "p95_ms": round(percentile([r["ms"] for r in rs], 95), 1)}
@@ -241,7 +256,8 @@ def render(report: dict) -> str:
              " asked with no domain; dev/test by id hash",
              "- hit@k: an item among the first k from the gold product whose heading and text match the gold"
              " regex; routing: first routed domain right; first ev.: first item from the right product;"
-             " answer: the answer matches the gold regex (peers: their first chunk); p50/p95: query wall ms",
+             " answer: the answer matches the gold regex (peers: their first chunk); copies@10: items among the first 10"
+             " repeating an earlier item (same product, heading and text), summed; p50/p95: query wall ms",
              ""]
     for label, run in report["runs"].items():
         lines.append(f"- run `{label}`: commit {run['commit']}, {run['date']}; packages "
@@ -249,15 +265,17 @@ def render(report: dict) -> str:
         lines.append("  " + machine_line(run["machine"]))
         if run.get("note"):
             lines.append(f"  - note: {run['note']}")
-    lines += ["", "| run | system | half | n | hit@1 | hit@5 | hit@10 | routing | first ev. | answer | ROUGE-L | p50 ms | p95 ms |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| run | system | half | n | hit@1 | hit@5 | hit@10 | routing | first ev. | answer | ROUGE-L | copies@10 "
+              "| p50 ms | p95 ms |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, run in report["runs"].items():
         for system, res in run["systems"].items():
             for h in ("dev", "test", "all", "named", "unnamed"):
                 a = res["halves"][h]
                 routing = "-" if a["routing"] is None else a["routing"]
                 lines.append(f"| {label} | {system} | {h} | {a['n']} | {a['hit@1']} | {a['hit@5']} | {a['hit@10']} | "
-                             f"{routing} | {a['first_evidence']} | {a['answer']} | {a['rouge_l']} | {a['p50_ms']} | "
+                             f"{routing} | {a['first_evidence']} | {a['answer']} | {a['rouge_l']} | {a.get('copies@10', '-')} | "
+                             f"{a['p50_ms']} | "
                              f"{a['p95_ms']} |")
     return "\n".join(lines) + "\n"
 

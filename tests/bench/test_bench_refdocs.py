@@ -3,7 +3,7 @@ import re
 
 from bench.common import read_jsonl
 from bench.prepare.splits import half_of
-from bench.quality.bench_refdocs import QUESTIONS, aggregate, gold_match, norm, score
+from bench.quality.bench_refdocs import QUESTIONS, aggregate, copies, gold_match, norm, score
 
 GOLD = {"document": "zsh/html/Options.html", "answer": "BG_NICE (-6) Run all background jobs at a lower priority.",
         "regex": r"BG_NICE\s*\(\s*-6\s*\).{0,20}Run\s+all\s+background\s+jobs"}
@@ -37,3 +37,14 @@ def test_a_question_is_scored_on_its_first_matching_item_of_the_gold_product():
     assert row["first"] == 1 and row["routing"] and not row["first_evidence"] and not row["answer"]
     agg = aggregate([row], {q["id"]: q})
     assert agg["all"]["hit@1"] == 0 and agg["all"]["hit@5"] == 1 and agg["named"]["n"] == 1
+
+
+def test_copies_count_items_that_repeat_an_earlier_one_of_the_same_product():
+    entry = {"domain": "git", "heading": "--verify-signatures", "text": "Verify that the tip commit  is signed."}
+    again = {**entry, "text": "Verify that the tip commit is signed.\n"}       # whitespace aside, the same
+    other_product = {**entry, "domain": "zsh"}
+    other_entry = {**entry, "heading": "--squash"}
+    assert copies([entry, again, other_product, other_entry, again]) == 2
+    q = {"id": "deb-git-01", "domain": "git", "names_product": True, "gold": GOLD}
+    row = score(q, {"items": [entry, again], "routing": ["git"], "answer": "", "ms": 1.0})
+    assert row["copies"] == 1 and aggregate([row], {q["id"]: q})["all"]["copies@10"] == 1
