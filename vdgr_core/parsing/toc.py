@@ -160,10 +160,6 @@ def build_sections(entries: Iterable[Entry]) -> tuple[Section, ...]:
     return tuple(group_tiny_entries(sections, is_entry))
 
 
-def _tiny(section: Section) -> bool:
-    return nonspace_len(section.text) < TINY_ENTRY_CHARS
-
-
 def group_tiny_entries(sections: Sequence[Section], is_entry: Sequence[bool]) -> list[Section]:
     """Sections with each run of consecutive tiny entries of one section merged into one.
 
@@ -181,8 +177,11 @@ def group_tiny_entries(sections: Sequence[Section], is_entry: Sequence[bool]) ->
     """
     out: list[Section] = []
     run: list[Section] = []
+    size = 0        # non-space characters in the run
 
     def flush() -> None:
+        nonlocal size
+        size = 0
         if len(run) == 1:
             out.append(run[0])
         elif run:
@@ -192,14 +191,15 @@ def group_tiny_entries(sections: Sequence[Section], is_entry: Sequence[bool]) ->
         run.clear()
 
     for section, entry in zip(sections, is_entry):
-        if not (entry and _tiny(section)):
+        n = nonspace_len(section.text)
+        if not (entry and n < TINY_ENTRY_CHARS):
             flush()
             out.append(section)
             continue
-        if run and (run[0].heading_path[:-1] != section.heading_path[:-1]
-                    or sum(nonspace_len(x.text) for x in run) + nonspace_len(section.text) > GROUP_MAX_CHARS):
+        if run and (run[0].heading_path[:-1] != section.heading_path[:-1] or size + n > GROUP_MAX_CHARS):
             flush()
         run.append(section)
+        size += n
     flush()
     return out
 

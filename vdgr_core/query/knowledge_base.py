@@ -113,8 +113,7 @@ class KnowledgeBase:
         self.expander = Expander(data, self.vectors, self.graph, self.retriever, embedder, sl.expand, llm)
         self.answerer = AnswerStage(sl.answer, llm)
         self.stages = QueryStages(data, embedder, self.router, self.retriever, self.expander, self.answerer,
-                                  config.guardrails.deny_list, sl.retrieve.named_first,
-                                  sl.retrieve.copies_last)
+                                  config.guardrails.deny_list, sl.retrieve)
 
     @classmethod
     def open(cls, index_dir: str, config: QueryConfig = QueryConfig(), embedder=None, llm=None) -> "KnowledgeBase":

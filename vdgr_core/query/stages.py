@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from schemas.config import RetrieveSettings
 from vdgr_core.embedding import embed_query
 from vdgr_core.query.answer_stage import AnswerStage
 from vdgr_core.query.context import QueryContext, Search
@@ -56,20 +57,18 @@ class QueryStages:
     answerer : AnswerStage
     deny_list : sequence of str
         The query screen's blocked words and phrases.
-    named : bool
-        Whether the evidence stage puts the sections the question names first within their
-        document (``RetrieveSettings.named_first``).
-    copies : bool
-        Whether sections that repeat an earlier one go behind the first ``k``
-        (``RetrieveSettings.copies_last``).
+    retrieve : RetrieveSettings
+        Its ``named_first`` (the sections the question names first within their document) and
+        ``copies_last`` (sections repeating an earlier one behind the first ``k``) shape the
+        evidence stage.
     """
 
     def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
-                 answerer: AnswerStage, deny_list: Sequence[str] = (), named: bool = True,
-                 copies: bool = True):
+                 answerer: AnswerStage, deny_list: Sequence[str] = (),
+                 retrieve: RetrieveSettings = RetrieveSettings()):
         self.view = view
-        self.named = named
-        self.copies = copies
+        self.named = retrieve.named_first
+        self.copies = retrieve.copies_last
         self.embedder = embedder
         self.router = router
         self.retriever = retriever
