@@ -351,6 +351,9 @@ class RetrieveSettings:
         A section that repeats an earlier one of the same domain and version (same title, same
         text: a manual page that includes another's options) goes behind the first ``k``
         (:func:`vdgr_core.query.fusion.copies_last`).
+    recall_tail : bool
+        The first half of ``k`` as fused, the other places to each single retriever's (BM25,
+        dense) best section not shown yet, in turn (:func:`vdgr_core.query.fusion.recall_tail`).
     """
 
     k: int = 10
@@ -358,6 +361,7 @@ class RetrieveSettings:
     composition: str = "parallel"
     named_first: bool = True
     copies_last: bool = True
+    recall_tail: bool = True
 
     def __post_init__(self):
         _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
@@ -555,6 +559,9 @@ class QueryConfig(_Frozen):
     # a section repeating an earlier one of its domain (same title and text, e.g. options that
     # git-pull's page includes from git-merge's) goes behind the first k (fusion.copies_last)
     copies_last: bool = True
+    # the second half of the first k goes to each single retriever's (BM25, dense) best section
+    # not shown yet, in turn (fusion.recall_tail; bench_refdocs and the ablation measure it)
+    recall_tail: bool = True
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
     # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)
@@ -637,7 +644,7 @@ class QueryConfig(_Frozen):
         g = self.guardrails
         return QuerySlices(
             retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition, self.named_first,
-                                      self.copies_last),
+                                      self.copies_last, self.recall_tail),
             routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
             fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
                                   tuple(self.route_weights.items()), self.reranker.top_n),

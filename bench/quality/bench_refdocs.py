@@ -59,6 +59,7 @@ CONFIGS: dict[str, dict] = {
     "dense": {"routes": ("dense",)},
     "hybrid": {"routes": ("hybrid",)},
     "copies_kept": {"copies_last": False},
+    "no_recall_tail": {"recall_tail": False},
 }
 _SEPARATORS = re.compile(r"\s+\|\s+|[\u00b6\uf0c1]")
 _WS = re.compile(r"\s+")

@@ -27,10 +27,11 @@ _HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|
                   r"|\binstructions?\b|^\s*(?:reset|install|configure|set up|enable|disable|change|update)\b",
                   re.I)
 # a question asking what happens when a setting is left alone: sentences naming the default count
+# (not a "non-default value": that sentence is about changing it)
 _DEFAULT_Q = re.compile(r"\bdefaults?\b|\bunless\b|\bif (?:i|you|we) (?:do not|don't|never)\b|\bwithout (?:setting|"
                         r"specifying|changing|configuring)\b|\bif (?:it is |it's )?(?:not set|unset|left unspecified)\b"
                         r"|\bout of the box\b", re.I)
-_DEFAULT_S = re.compile(r"\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unset|not specified|unspecified|left unspecified|"
+_DEFAULT_S = re.compile(r"(?<!non-)(?<!non )\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unset|not specified|unspecified|left unspecified|"
                         r"omitted)\b|\bunless\b", re.I)
 # a sentence that leans on the one before it ("Use of this algorithm is recommended ...", "The
 # HEAD in such a state is called detached")

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from vdgr_core.query.fusion import SectionHit
+from vdgr_core.query.fusion import SectionHit, SectionList
 from vdgr_core.query.result import DomainScore, Evidence
 from vdgr_core.query.scope import QueryScope
 from vdgr_core.query.trace import TraceRecorder
@@ -61,7 +61,8 @@ class QueryContext:
     Set at the start: ``question`` (as asked), ``qid``, ``scope`` (the caller's groups and the
     hard domain/version filters), ``domain``, ``k``, ``trace``, ``qvec`` and ``pre`` when the
     caller embedded ahead (a batch). The route stage sets ``routing``, ``domains``, ``search``
-    (routed scope, retrieval text and its vector); retrieve and expand set ``hits``; the
+    (routed scope, retrieval text and its vector); retrieve and expand set ``hits`` (retrieve
+    also ``parts``, route 1's single-retriever lists); the
     evidence stage sets ``evidence``; the answer stage ``answer``.
     """
 
@@ -77,5 +78,6 @@ class QueryContext:
     domains: tuple[str, ...] = ()
     search: Optional[Search] = None
     hits: list[SectionHit] = field(default_factory=list)
+    parts: tuple[SectionList, ...] = ()
     evidence: list[Evidence] = field(default_factory=list)
     answer: str = ""

@@ -54,7 +54,8 @@ def hybrid_search(view: IndexView, vectors: VectorSearch, q: Search, k: int, fus
                   reranker: Reranker) -> SectionList:
     """Route 1: BM25 and dense chunk searches, each grouped into sections (a section scores
     its best chunk), fused by ``fusion.hybrid_fusion`` (see :mod:`vdgr_core.query.fusion`);
-    the best ``fusion.rerank_top_n`` sections are re-ranked; returns the best ``k`` sections.
+    the best ``fusion.rerank_top_n`` sections are re-ranked; returns the best ``k`` sections,
+    with the BM25 and dense section lists as its ``parts``.
 
     Parameters
     ----------
@@ -75,4 +76,4 @@ def hybrid_search(view: IndexView, vectors: VectorSearch, q: Search, k: int, fus
     de = by_section(dense_search(vectors, q, n * CHUNKS_PER_SECTION), sec.of_row, n)
     fused = fuse([bm, de], sec.id_rank, fusion.hybrid_fusion, fusion.rrf_k, route="hybrid")
     head = reranker.rerank(q.text, fused[:top_n], view)
-    return SectionList("hybrid", (head + fused[top_n:])[:k])
+    return SectionList("hybrid", (head + fused[top_n:])[:k], parts=(bm, de))

@@ -82,6 +82,16 @@ class Retriever:
 
     def retrieve(self, q: Search, routes: Optional[Sequence[str]] = None) -> list[SectionHit]:
         """All routes fused (parallel) or route 1 first, escalating while insufficient."""
+        return self.retrieve_with_parts(q, routes)[0]
+
+    def _parts(self, lists: Sequence[SectionList]) -> tuple[SectionList, ...]:
+        """The single-retriever lists of route 1: a fused route's parts, or the route's list."""
+        return tuple(p for lst in lists if self._first_hop(lst.route) for p in (lst.parts or (lst,)))
+
+    def retrieve_with_parts(self, q: Search, routes: Optional[Sequence[str]] = None
+                            ) -> tuple[list[SectionHit], tuple[SectionList, ...]]:
+        """:meth:`retrieve`, and route 1's single-retriever section lists (BM25 and dense for
+        the hybrid route; the evidence stage's recall tail reads them)."""
         f = self._fusion
         trace = q.trace
         routes = list(routes or self._settings.routes)
@@ -89,15 +99,17 @@ class Retriever:
         second = [r for r in routes if self._second_hop(r)] if any(self._first_hop(r) for r in routes) else []
         if self._settings.composition == "parallel" or len(routes) == 1:
             lists = [self.run_route(r, q) for r in routes if r not in second]
+            parts = self._parts(lists)
             if second:
                 lists = self._walk_on(lists, q, second)
             trace.step("retrieve", f"parallel routes fused ({f.route_fusion})"
                        + (f", {'+'.join(second)} walk seeded by route 1" if second else ""),
                        sizes={lst.route: len(lst.hits) for lst in lists})
-            return self._fuse(lists)
+            return self._fuse(lists), parts
         first = [r for r in routes if self._first_hop(r)] or routes[:1]
         rest = [r for r in routes if r not in first]
         lists = [self.run_route(r, q) for r in first]
+        parts = self._parts(lists)
         fused = self._fuse(lists)
         for r in rest:
             with trace.stage("sufficiency"):
@@ -114,4 +126,4 @@ class Retriever:
             fused = self._fuse(lists)
         trace.step("retrieve", f"sequential routes fused ({f.route_fusion})",
                    sizes={lst.route: len(lst.hits) for lst in lists})
-        return fused
+        return fused, parts

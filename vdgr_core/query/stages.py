@@ -13,7 +13,8 @@ screen -> route -> retrieve -> expand -> evidence -> answer:
    bridge query;
 5. **evidence** (:mod:`vdgr_core.query.evidence`): within each document the sections the
    question names first (:mod:`vdgr_core.query.named`), at most half of ``k`` per document, the
-   sections' passages;
+   second half of ``k`` to each single retriever's best section not shown yet
+   (:func:`vdgr_core.query.fusion.recall_tail`), the sections' passages;
 6. **answer** (:class:`vdgr_core.query.answer_stage.AnswerStage`): the screened answer.
 
 Every search of stages 3-4 runs inside the routed scope (the caller's groups, versions,
@@ -31,7 +32,7 @@ from vdgr_core.query.answer_stage import AnswerStage
 from vdgr_core.query.context import QueryContext, Search
 from vdgr_core.query.evidence import injection_flags, to_evidence
 from vdgr_core.query.expand import Expander
-from vdgr_core.query.fusion import cap_per_document, copies_last
+from vdgr_core.query.fusion import cap_per_document, copies_last, recall_tail
 from vdgr_core.query.guardrails import screen_query
 from vdgr_core.query.named import named_first
 from vdgr_core.query.neutral import citations
@@ -58,9 +59,10 @@ class QueryStages:
     deny_list : sequence of str
         The query screen's blocked words and phrases.
     retrieve : RetrieveSettings
-        Its ``named_first`` (the sections the question names first within their document) and
-        ``copies_last`` (sections repeating an earlier one behind the first ``k``) shape the
-        evidence stage.
+        Its ``named_first`` (the sections the question names first within their document),
+        ``copies_last`` (sections repeating an earlier one behind the first ``k``) and
+        ``recall_tail`` (the second half of ``k`` to each single retriever's best unseen
+        section) shape the evidence stage.
     """
 
     def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
@@ -69,6 +71,7 @@ class QueryStages:
         self.view = view
         self.named = retrieve.named_first
         self.copies = retrieve.copies_last
+        self.tail = retrieve.recall_tail
         self.embedder = embedder
         self.router = router
         self.retriever = retriever
@@ -83,7 +86,7 @@ class QueryStages:
         self.route(ctx)
         if ctx.domains:
             with ctx.trace.stage("retrieve"):
-                ctx.hits = self.retriever.retrieve(ctx.search)
+                ctx.hits, ctx.parts = self.retriever.retrieve_with_parts(ctx.search)
             ctx.hits = self.expander.expand(ctx)
         else:       # nothing the caller may read (or no such domain): no search work at all
             ctx.hits = []
@@ -128,15 +131,19 @@ class QueryStages:
 
     def evidence(self, ctx: QueryContext) -> None:
         """The named sections first in their documents, copies of an earlier section behind the
-        first ``k``, at most half of ``k`` per document, then the first ``k`` sections as
-        evidence."""
+        first ``k``, at most half of ``k`` per document, the second half of ``k`` to each single
+        retriever's best section not shown yet, then the first ``k`` sections as evidence."""
         hits = ctx.hits
         if self.named:
             hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
                                self._unit_title) + list(hits[3 * ctx.k:])
         if self.copies:
             hits = copies_last(hits, self._copy_key, ctx.k)
-        hits = cap_per_document(hits, self.view.sections.doc, ctx.k)[: ctx.k]
+        hits = cap_per_document(hits, self.view.sections.doc, ctx.k)
+        if self.tail:
+            key = self._copy_key if self.copies else (lambda h: h.section)
+            hits = recall_tail(hits, ctx.parts, ctx.k, self.view.sections.doc, key)
+        hits = hits[: ctx.k]
         ctx.evidence = [to_evidence(self.view, h) for h in hits]
         flagged = injection_flags(self.view, hits)
         if flagged:

@@ -29,10 +29,11 @@ def test_json_written_before_the_slices_loads_to_the_same_config():
     loaded = QueryConfig.model_validate_json(json.dumps(BEFORE))
     assert loaded == QueryConfig()
     now = json.loads(loaded.model_dump_json())
-    # graph_m retired, still read; named_first (on by default), graph_keep_seeds (off) and
-    # copies_last added since
+    # graph_m retired, still read; named_first (on by default), graph_keep_seeds (off),
+    # copies_last and recall_tail added since
     assert now == {**{k: v for k, v in BEFORE.items() if k != "graph_m"}, "named_first": True,
-                   "graph_keep_seeds": False, "copies_last": QueryConfig().copies_last}
+                   "graph_keep_seeds": False, "copies_last": QueryConfig().copies_last,
+                   "recall_tail": QueryConfig().recall_tail}
 
 
 def test_non_default_json_reaches_each_slice():
