@@ -31,8 +31,9 @@ a ``VectorStoreIndex`` and a ``BM25Retriever``; ``llamaindex_hybrid`` fuses both
 ``QueryFusionRetriever`` (reciprocal rank, one query), ``llamaindex_bm25`` is BM25 alone. Both
 return 10 chunks.
 
-``--configs`` names VDGR query configurations to run besides the default (the ablation rows of
-this set; see :data:`CONFIGS`). ``--write`` merges this run into ``bench/out/refdocs.json``
+``--configs`` names the VDGR query configurations to run, comma-separated (default: ``default``
+alone; name ``default`` too to run it beside others, e.g. ``default,no_recall_tail``; see
+:data:`CONFIGS`). ``--write`` merges this run into ``bench/out/refdocs.json``
 under ``--label`` and writes the ``refdocs`` block of BENCHMARKS.md.
 """
 from __future__ import annotations
