@@ -9,8 +9,9 @@ description; a short entry whole), then its best units and the sentence that fol
 then a unit of another item holding question words the quote lacks; units next to each other
 form one run with one citation. Otherwise the best units of the top items are quoted as they
 score (prose evidence: measured on the ablation sets, focusing on one item lost MuSiQue and DCD
-answers). With an LLM: a prompt in
-which every evidence text is wrapped as untrusted data.
+answers); a quoted sentence that goes on from the block before it (it starts in lower case:
+``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with that block,
+cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
 
@@ -186,7 +187,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
     by_pos = {s.unit.pos: s for s in mine}
     if not is_definition(ev):       # prose: the best units of the top items, as they score
-        return _join(_pick(scored, MAX_SENTENCES), how)
+        return _join(_with_subjects(_pick(scored, MAX_SENTENCES), scored), how)
     if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
         return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
     head, covered = _head(ev, [s.unit for s in mine])
@@ -230,6 +231,26 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     if not others:
         return text
     return text + ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others, how)
+
+
+def _continues(u: Unit) -> bool:
+    """A sentence that goes on from the block before it: it starts in lower case (``ls -ld --
+    **/bar`` on its own line, then "does a recursive directory search ..."): the block is its
+    subject."""
+    return u.kind == "sentence" and u.text[:1].islower()
+
+
+def _with_subjects(picks: Sequence[_Scored], scored: Sequence[_Scored]) -> list[_Scored]:
+    """``picks`` with the block each continuing sentence (:func:`_continues`) goes on from."""
+    at = {(s.n, s.unit.pos): s for s in scored}
+    out = list(picks)
+    have = {(s.n, s.unit.pos) for s in picks}
+    for s in picks:
+        prev = at.get((s.n, s.unit.pos - 1))
+        if _continues(s.unit) and prev is not None and prev.unit.block and (prev.n, prev.unit.pos) not in have:
+            out.append(prev)
+            have.add((prev.n, prev.unit.pos))
+    return out
 
 
 def _leaned_on(s: _Scored, by_pos: dict[int, _Scored]) -> list[_Scored]:
@@ -301,11 +322,14 @@ def _join(chosen: Sequence[_Scored], how: bool = False) -> str:
     chosen = sorted(chosen, key=lambda x: (x.n, x.unit.pos))
     leads = {(s.n, s.unit.lead) for s in chosen if s.unit.quoted(how) != s.unit.text}
     out, prev_block = "", False
-    for s in chosen:
+    for i, s in enumerate(chosen):
         u = s.unit
         if not u.block and (s.n, u.text) in leads:
             continue            # quoted with its block
-        piece = f"{u.quoted(how).rstrip()} [{s.n}]"
+        nxt = chosen[i + 1] if i + 1 < len(chosen) else None
+        # a block and the sentence that goes on from it are one quote, cited once
+        goes_on = u.block and nxt is not None and nxt.n == s.n and nxt.unit.pos == u.pos + 1 and _continues(nxt.unit)
+        piece = u.quoted(how).rstrip() if goes_on else f"{u.quoted(how).rstrip()} [{s.n}]"
         out = piece if not out else out + ("\n" if u.block or prev_block else " ") + piece
         prev_block = u.block
     return out

@@ -178,3 +178,21 @@ def test_a_such_a_sentence_is_quoted_with_the_sentence_it_refers_to():
     answer = extractive_answer("What is a detached HEAD?", [ev(text, title="detached HEAD"),
                                                             ev("Heads are branches.", title="Heads", n=2)])
     assert "check out an arbitrary commit that is not the tip of any particular branch. The HEAD in such" in answer
+
+
+def test_a_sentence_going_on_from_a_command_is_quoted_with_it_cited_once():
+    text = ("A pathname component of the form (foo/)# matches zero or more directories.\n\n"
+            "As a shorthand, **/ is equivalent to (*/)#. Thus:\n\n"
+            "ls -ld -- **/bar\n\n"
+            "does a recursive directory search for files named bar in every subdirectory. "
+            "This form does not follow symbolic links.")
+    answer = extractive_answer("How do I search recursively through subdirectories for files named bar?",
+                               [ev(text, title="Recursive Globbing")])
+    # the command is the subject of the sentence: one quote, one citation after the sentence
+    assert "ls -ld -- **/bar\ndoes a recursive directory search for files named bar" in answer
+    assert "**/bar [1]" not in answer
+    # a sentence in upper case does not pull in the block before it
+    text2 = text.replace("does a recursive", "It does a recursive")
+    answer2 = extractive_answer("How do I search recursively through subdirectories for files named bar?",
+                                [ev(text2, title="Recursive Globbing")])
+    assert "ls -ld -- **/bar\nIt does" not in answer2
