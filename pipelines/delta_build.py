@@ -37,6 +37,7 @@ from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.per_document import content_row_without_vector, document_row
 from vdgr_core.indexing.rows import dead_letter_row, directory_row
 from vdgr_core.progress import PROGRESS
+from transforms.read import open_read
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
 _log = logging.getLogger("vdgr.update")
@@ -83,7 +84,7 @@ def process_in_driver(slices: BuildSlices, scan: CorpusScan, dead_from_scan: Seq
     tasks_by_path = {t.rel_path: t for t in scan.tasks}
     docs, dead = [], list(dead_from_scan)
     for task in scan.tasks:
-        loaded = load_document(task, slices.parse, FileSystems.open, FileSystems.join)
+        loaded = load_document(task, slices.parse, open_read, FileSystems.join)
         PROGRESS.parsed()               # progress lines only; nothing depends on it
         (dead if isinstance(loaded, DeadLetter) else docs).append(loaded)
     try:

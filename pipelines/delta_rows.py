@@ -41,6 +41,7 @@ from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer
 from vdgr_core.store.filtered_reads import FilteredReads
 from vdgr_core.store.reader import IndexReader
+from transforms.read import open_read
 
 _log = logging.getLogger("vdgr.update")
 _NO_VECTOR = ["chunk_id", "doc_id", "text", "source", "title", "path", "parent_id", "domain", "collection",
@@ -233,7 +234,7 @@ class DirectoryDelta:
             task = tasks.get(rel)
             if task is None:
                 raise IndexError_(f"{rel!r} is in the index but not in the corpus scan")
-            data = read_bytes_limited(FileSystems.open, FileSystems.join(task.corpus_root, *rel.split("/")),
+            data = read_bytes_limited(open_read, FileSystems.join(task.corpus_root, *rel.split("/")),
                                       t.slices.limits.max_file_bytes)
             out[rel] = process_document(task, data, t.slices.parse).directories
         return out

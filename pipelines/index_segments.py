@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.options import pipeline_options, runs_in_this_process
 from vdgr_core.store.table_indexes import IndexTask, build_segment, build_segments_here
 from vdgr_core.store.writer import SegmentBuilder
+from transforms.read import open_read
 
 
 def _segment_path(root: str, number: int) -> str:
@@ -40,7 +41,7 @@ def _on_workers(index_uri: str, tasks: Sequence[IndexTask], *, beam_args: Sequen
     run_to_end(p)
     out = []
     for number in range(len(tasks)):
-        with FileSystems.open(_segment_path(root, number), compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with open_read(_segment_path(root, number)) as f:
             out.append(f.read())
     return out
 

@@ -34,6 +34,7 @@ from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import CommitGuard, Manifest
+from transforms.read import open_read
 
 _log = logging.getLogger("vdgr.build")
 
@@ -144,7 +145,7 @@ def send_first_texts(parse: ParseSettings, embed: EmbedSettings, scan: CorpusSca
     for task in scan.tasks:
         if sent >= texts:
             break
-        doc = load_document(task, parse, FileSystems.open, FileSystems.join)
+        doc = load_document(task, parse, open_read, FileSystems.join)
         if isinstance(doc, DeadLetter):
             continue
         for key, text in chunk_texts(doc, model_id):

@@ -31,6 +31,7 @@ from transforms.write import STAGED_LIST, decode_rows
 from vdgr_core.corpus import CorpusScan, task_to_json
 from vdgr_core.store import digest as dg
 from vdgr_core.store.location import beam_path
+from transforms.read import open_read
 
 TASKS_PER_FILE = 1000
 BATCH_ROWS = 8192
@@ -89,7 +90,7 @@ class Staging:
 
     # ---------------------------------------------------------------- read back
     def _read(self, path: str) -> bytes:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with open_read(path) as f:
             return f.read()
 
     def staged(self) -> StagedList:
@@ -109,7 +110,7 @@ class Staging:
         names = columns or schema.names
         target = pa.schema([schema.field(n) for n in names])
         for path in staged.files.get(name, []):
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            with open_read(path) as f:
                 table = decode_rows(f.read()).select(names)
             for batch in table.to_batches(max_chunksize=BATCH_ROWS):
                 yield batch.cast(target) if batch.schema != target else batch

@@ -12,6 +12,7 @@ from vdgr_core.ids import content_hash
 from vdgr_core.indexing.document import read_bytes_limited
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.store.file_stats import FileStatsCache, stat_rows, write_file_stats
+from transforms.read import open_read
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def current_fingerprints(scan: CorpusScan, limits: LimitsConfig,
         if digest is None:
             path = FileSystems.join(task.corpus_root, *task.rel_path.split("/"))
             try:
-                data = read_bytes_limited(FileSystems.open, path, limits.max_file_bytes)
+                data = read_bytes_limited(open_read, path, limits.max_file_bytes)
                 digest = content_hash(data)
             except OSError:
                 digest = ""

@@ -9,6 +9,7 @@ from schemas.config import ParseSettings
 from schemas.records import DeadLetter, DocumentTask
 from vdgr_core.indexing.document import load_document
 from vdgr_core.progress import PROGRESS
+from transforms.read import open_read
 
 DEAD_LETTER = "dead_letter"
 
@@ -21,7 +22,7 @@ class _ParseDoFn(beam.DoFn):
         self._dead = Metrics.counter("vdgr", "dead_letters")
 
     def process(self, task: DocumentTask):
-        doc = load_document(task, self._parse, FileSystems.open, FileSystems.join)
+        doc = load_document(task, self._parse, open_read, FileSystems.join)
         PROGRESS.parsed()               # progress lines only; nothing depends on it
         if isinstance(doc, DeadLetter):
             self._dead.inc()
