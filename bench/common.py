@@ -114,7 +114,8 @@ def emanual_all_corpus(work: Path) -> Path:
     import sys
 
     out = work / "perf_emanual_all"
-    if not (out / "corpus").is_dir():
+    # an empty corpus folder is what a failed conversion leaves: convert again
+    if not (out / "corpus").is_dir() or not any((out / "corpus").iterdir()):
         subprocess.run([sys.executable, "-m", "bench.prepare.convert_emanual", "--out", str(out), "--all"],
                        cwd=REPO, check=True)
     return out / "corpus"

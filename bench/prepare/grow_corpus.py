@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
+import sys
 from pathlib import Path
 
 from bench.common import REPO, emanual_all_corpus, fresh_dir, yaml_text
@@ -90,7 +91,12 @@ def main(argv=None) -> int:
     ap.add_argument("--versions", type=int, required=True)
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work")
     args = ap.parse_args(argv)
-    print(grow(emanual_all_corpus(args.work), args.out, args.versions))
+    counts = grow(emanual_all_corpus(args.work), args.out, args.versions)
+    print(counts)
+    if not counts.get("documents"):
+        # a bench that went on would time builds of an empty corpus and stamp it as grown
+        print(f"grow_corpus: no documents grown into {args.out} (is the EManual source there?)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -158,3 +158,16 @@ def test_update_only_measures_the_update_again_and_keeps_the_build(tmp_path, mon
     assert row["update_stages_s"] == {"scan_s": 0.1, "commit_s": 0.4}
     assert row["update_command"].startswith("python -m bench.performance.bench_scale --sizes 10k --update-only")
     assert "Service bulletin" in (corpus / "d" / "a0.md").read_text(encoding="utf-8")
+
+
+def test_growing_from_an_empty_source_fails_instead_of_stamping_an_empty_corpus(tmp_path, monkeypatch, capsys):
+    import bench.prepare.grow_corpus as grow_corpus
+
+    (tmp_path / "source").mkdir()
+    (tmp_path / "ok" / "Galaxy_X" / "Manual").mkdir(parents=True)
+    (tmp_path / "ok" / "Galaxy_X" / "Manual" / "intro.md").write_text("# Intro\n\nCharge the phone.\n")
+    monkeypatch.setattr(grow_corpus, "emanual_all_corpus", lambda work: tmp_path / "source")
+    assert grow_corpus.main(["--out", str(tmp_path / "grown"), "--versions", "2"]) == 1
+    assert "no documents grown" in capsys.readouterr().err
+    monkeypatch.setattr(grow_corpus, "emanual_all_corpus", lambda work: tmp_path / "ok")
+    assert grow_corpus.main(["--out", str(tmp_path / "grown"), "--versions", "2"]) == 0
