@@ -34,6 +34,10 @@ the issue-46 goals, each against its figure. On this machine the pools, the driv
 service and the S3 server share its cores (2 on the bench VM): what stops the speedup is in the
 stage times and the CPU columns.
 
+``--modes in-process-S3,...`` runs only the builds named (by tag: ``in-process-local``,
+``in-process-S3``, ``1-pool``, ``2-pools``) into another ``--out``, without the ratios or a
+BENCHMARKS.md block (they need every build): a quick before/after of one build.
+
 ``--profile`` runs only the ``2 pools`` build of each size, with ``py-spy record`` (the
 ``bench`` extra) on the driver and on the first pool (its SDK workers included), and writes a
 top-N summary (self and total samples by function, by package, and by the innermost project
@@ -67,12 +71,18 @@ from bench.report.markdown import machine_line
 SIZES = {"2k": ("10k", 6), "10k": ("10k", None), "100k": ("100k", None)}
 SCALE_WORK = REPO / "bench" / "work" / "scale"          # shared with bench_scale: grown once
 BUCKET = "vdgr-bench"
+OUT = REPO / "bench" / "out" / "cluster.json"
 MODES = ("in-process, local", "in-process, S3", "1 pool", "2 pools")
 # named, so that a build of many documents is not moved to SDK worker processes by the default
 IN_PROCESS = ["--runner=FnApiRunner", "--direct_running_mode=in_memory"]
 # the pools import this checkout's code (as the drivers do through bench_scale's PYTHONPATH), not
 # whatever checkout the virtualenv's editable install names
 POOL_ENV = {"PYTHONPATH": str(REPO)}
+
+
+def _tag(mode: str) -> str:
+    """A mode as a file-name and flag tag: ``"in-process, S3"`` -> ``"in-process-S3"``."""
+    return mode.replace(", ", "-").replace(" ", "-")
 
 
 def corpus_of(work: Path, label: str) -> Path:
@@ -193,7 +203,7 @@ def run_size(label: str, work: Path, s3, requests: RequestLog, modes=MODES, prof
     rows = []
     hashing = ["--embedding", "hashing", "-q"]
     for mode in modes:
-        tag = mode.replace(", ", "-").replace(" ", "-")
+        tag = _tag(mode)
         log = work / "logs" / f"{label}_{tag}.log"
         if mode == "in-process, local":
             index = str(fresh_dir(work / f"index_{label}"))
@@ -479,8 +489,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="100k", help="comma list of " + ", ".join(SIZES))
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "cluster")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "cluster.json")
+    ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-markdown", action="store_true", help="do not merge the table into BENCHMARKS.md")
+    ap.add_argument("--modes", help="comma list of the builds to run, by tag: " + ", ".join(_tag(m) for m in MODES)
+                    + " (default: all; a subset writes --out only, no BENCHMARKS.md block: the block's ratios need all)")
     ap.add_argument("--profile", action="store_true",
                     help="only the 2-pool build, under py-spy (driver and first pool); writes --profile-out")
     ap.add_argument("--profile-out", type=Path, default=REPO / "bench" / "out" / "cluster_profile.json")
@@ -491,6 +503,15 @@ def main(argv=None) -> int:
         ap.error(f"unknown sizes {unknown}; choose from {list(SIZES)}")
     if a.profile and shutil.which("py-spy") is None:
         ap.error("--profile needs py-spy (pip install -e '.[bench]')")
+    modes = MODES
+    if a.modes:
+        by_tag = {_tag(m): m for m in MODES}
+        bad = [t for t in a.modes.split(",") if t not in by_tag]
+        if bad:
+            ap.error(f"unknown modes {bad}; choose from {list(by_tag)}")
+        modes = tuple(m for m in MODES if _tag(m) in a.modes.split(","))
+        if modes != MODES and a.out == OUT:
+            ap.error("--modes makes a partial report: name another --out (bench/out/cluster.json holds the full one)")
     a.work.mkdir(parents=True, exist_ok=True)
     from bench.report.provenance import stamp
     from bench.report.update_benchmarks_md import publish
@@ -508,7 +529,7 @@ def main(argv=None) -> int:
         try:
             for label in sizes:
                 results += run_size(label, a.work, s3, RequestLog(request_log),
-                                    modes=("2 pools",) if a.profile else MODES, profile=profile_dir)
+                                    modes=("2 pools",) if a.profile else modes, profile=profile_dir)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -528,7 +549,8 @@ def main(argv=None) -> int:
         print(json.dumps(profiles, indent=1)[:6000])
         return 0
     report = {**stamp(command), "results": results}
-    publish(report, a.out, "cluster", render(report), markdown=not a.no_markdown)
+    full = modes == MODES
+    publish(report, a.out, "cluster", render(report) if full else "", markdown=not a.no_markdown and full)
     return 0
 
 

@@ -72,3 +72,16 @@ def test_profiles_are_summarized_by_function_package_and_project_frame(tmp_path)
     assert out["package_self"][0]["name"] == "lance"
     assert out["innermost_project_function"][0] == {"name": "write (pipelines/stage.py)", "samples": 40,
                                                     "share": 1.0}
+
+
+def test_a_subset_of_builds_is_named_by_tag_and_never_overwrites_the_full_report(tmp_path, capsys):
+    import pytest
+
+    from bench.performance import bench_cluster
+
+    with pytest.raises(SystemExit):
+        bench_cluster.main(["--modes", "bogus", "--out", str(tmp_path / "x.json"), "--work", str(tmp_path)])
+    assert "in-process-S3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):       # the default --out holds the full report
+        bench_cluster.main(["--modes", "in-process-S3", "--work", str(tmp_path)])
+    assert "partial report" in capsys.readouterr().err
