@@ -10,8 +10,8 @@ then a unit of another item holding question words the quote lacks; units next t
 form one run with one citation. Otherwise the best units of the top items are quoted as they
 score (prose evidence: measured on the ablation sets, focusing on one item lost MuSiQue and DCD
 answers); a quoted sentence that goes on from the block before it (it starts in lower case:
-``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with that block,
-cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
+``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with that block's
+paragraph, cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|di
                       r"command|builtin|function|algorithm)s?\b", re.I)
 ENTRY_ANCHOR_ITEMS = 3   # an option question's anchor: a reference entry among this many items
 LEAN_SENTENCES = 2       # sentences before a "this ..." sentence quoted with it
+SUBJECT_UNITS = 6        # units of the block paragraph a continuing sentence is quoted with
 WHOLE_ENTRY_CHARS = 700  # a reference entry this short is quoted whole
 # a line that ends a sentence (prose that starts with its title is no term line)
 _CLOSED_LINE = re.compile(r"[.!?]$")
@@ -241,15 +242,25 @@ def _continues(u: Unit) -> bool:
 
 
 def _with_subjects(picks: Sequence[_Scored], scored: Sequence[_Scored]) -> list[_Scored]:
-    """``picks`` with the block each continuing sentence (:func:`_continues`) goes on from."""
+    """``picks`` with the block paragraph (at most :data:`SUBJECT_UNITS` units) each continuing
+    sentence (:func:`_continues`) goes on from."""
     at = {(s.n, s.unit.pos): s for s in scored}
     out = list(picks)
     have = {(s.n, s.unit.pos) for s in picks}
     for s in picks:
         prev = at.get((s.n, s.unit.pos - 1))
-        if _continues(s.unit) and prev is not None and prev.unit.block and (prev.n, prev.unit.pos) not in have:
-            out.append(prev)
-            have.add((prev.n, prev.unit.pos))
+        if not _continues(s.unit) or prev is None:
+            continue
+        # the paragraph before it, when it holds a block: a long block is quoted in parts, and
+        # a line of it may read as a sentence (``$outchannel log_rotation,...`` between comments)
+        para = [u for p in range(prev.unit.pos, prev.unit.pos - SUBJECT_UNITS, -1)
+                if (u := at.get((s.n, p))) is not None and u.unit.para == prev.unit.para]
+        para = para[: next((i for i in range(1, len(para)) if para[i].unit.pos != para[i - 1].unit.pos - 1), len(para))]
+        if any(u.unit.block for u in para):
+            for u in para:
+                if (u.n, u.unit.pos) not in have:
+                    out.append(u)
+                    have.add((u.n, u.unit.pos))
     return out
 
 
@@ -321,17 +332,20 @@ def _join(chosen: Sequence[_Scored], how: bool = False) -> str:
     lead when that ends with a colon or (``how``) was scored with it."""
     chosen = sorted(chosen, key=lambda x: (x.n, x.unit.pos))
     leads = {(s.n, s.unit.lead) for s in chosen if s.unit.quoted(how) != s.unit.text}
-    out, prev_block = "", False
+    out, prev_block, prev_para = "", False, None
     for i, s in enumerate(chosen):
         u = s.unit
         if not u.block and (s.n, u.text) in leads:
             continue            # quoted with its block
         nxt = chosen[i + 1] if i + 1 < len(chosen) else None
-        # a block and the sentence that goes on from it are one quote, cited once
-        goes_on = u.block and nxt is not None and nxt.n == s.n and nxt.unit.pos == u.pos + 1 and _continues(nxt.unit)
+        # a block's paragraph and the sentence that goes on from it are one quote, cited once
+        goes_on = nxt is not None and nxt.n == s.n and nxt.unit.pos == u.pos + 1 and (
+            _continues(nxt.unit) or (nxt.unit.para == u.para and (u.block or nxt.unit.block)))
         piece = u.quoted(how).rstrip() if goes_on else f"{u.quoted(how).rstrip()} [{s.n}]"
-        out = piece if not out else out + ("\n" if u.block or prev_block else " ") + piece
-        prev_block = u.block
+        # within one quote, a new paragraph starts a new line
+        newline = u.block or prev_block or (prev_para is not None and prev_para != u.para)
+        out = piece if not out else out + ("\n" if newline else " ") + piece
+        prev_block, prev_para = u.block, (u.para if goes_on else None)
     return out
 
 

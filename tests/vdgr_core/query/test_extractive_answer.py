@@ -196,3 +196,16 @@ def test_a_sentence_going_on_from_a_command_is_quoted_with_it_cited_once():
     answer2 = extractive_answer("How do I search recursively through subdirectories for files named bar?",
                                 [ev(text2, title="Recursive Globbing")])
     assert "ls -ld -- **/bar\nIt does" not in answer2
+
+
+def test_a_continuing_sentence_brings_the_whole_block_paragraph():
+    text = ("Lets assume you want at most 100 MB of logs. Putting the following directive\n\n"
+            "# outchannel definition\n$outchannel rotation,/var/log/rot.log, 52428800,/usr/local/bin/rotate\n"
+            "# log everything to it\n*.* :omfile:$rotation\n\n"
+            "to rsyslog.conf makes rsyslog rotate the log file once it reaches 50 MB in size.")
+    answer = extractive_answer("How do I rotate a log file once it reaches 50 MB in size?",
+                               [ev(text, title="Output channels")])
+    # every line of the block (one of them reads like a sentence), then the sentence, one citation
+    assert "$outchannel rotation,/var/log/rot.log, 52428800,/usr/local/bin/rotate" in answer
+    assert "*.* :omfile:$rotation\nto rsyslog.conf makes rsyslog rotate" in answer
+    assert answer.count("[1]") == 1
