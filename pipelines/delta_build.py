@@ -31,13 +31,13 @@ from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks, log_fall
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.parse import DEAD_LETTER, ParseDocuments
 from transforms.write import PublishStaged, StageRows
+from transforms.read import open_read
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.annotate import annotate_chunks
 from vdgr_core.indexing.document import load_document
 from vdgr_core.indexing.per_document import content_row_without_vector, document_row
 from vdgr_core.indexing.rows import dead_letter_row, directory_row
 from vdgr_core.progress import PROGRESS
-from transforms.read import open_read
 
 NODES = "nodes"   # staged table: unmerged directory nodes of the arriving documents
 _log = logging.getLogger("vdgr.update")

@@ -26,6 +26,7 @@ from pipelines.update_plan import UpdatePlan
 from schemas import tables as T
 from schemas.config import BuildSlices
 from schemas.errors import IndexError_
+from transforms.read import open_read
 from vdgr_core.chunking import folder_nodes
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.embedding import embedding_key
@@ -41,7 +42,6 @@ from vdgr_core.indexing.rows import content_embedding_text, directory_embedding_
 from vdgr_core.indexing.tree_summary import llm_directory_summarizer
 from vdgr_core.store.filtered_reads import FilteredReads
 from vdgr_core.store.reader import IndexReader
-from transforms.read import open_read
 
 _log = logging.getLogger("vdgr.update")
 _NO_VECTOR = ["chunk_id", "doc_id", "text", "source", "title", "path", "parent_id", "domain", "collection",

@@ -16,9 +16,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import pipeline_options, runs_in_this_process
+from transforms.read import open_read
 from vdgr_core.store.table_indexes import IndexTask, build_segment, build_segments_here
 from vdgr_core.store.writer import SegmentBuilder
-from transforms.read import open_read
 
 
 def _segment_path(root: str, number: int) -> str:

@@ -22,6 +22,7 @@ from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, EmbedSettings, ParseSettings
 from schemas.errors import PipelineFailedError, RunnerUnavailableError
 from schemas.records import DeadLetter
+from transforms.read import open_read
 from vdgr_core.corpus import CorpusScan, scan_corpus
 from vdgr_core.embedding import embedder_identity, resolve_precision
 from vdgr_core.ids import stable_id
@@ -34,7 +35,6 @@ from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.location import is_remote
 from vdgr_core.store.lock import IndexLock
 from vdgr_core.store.manifest import CommitGuard, Manifest
-from transforms.read import open_read
 
 _log = logging.getLogger("vdgr.build")
 

@@ -27,11 +27,11 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.read import open_read
 from transforms.write import STAGED_LIST, decode_rows
 from vdgr_core.corpus import CorpusScan, task_to_json
 from vdgr_core.store import digest as dg
 from vdgr_core.store.location import beam_path
-from transforms.read import open_read
 
 TASKS_PER_FILE = 1000
 BATCH_ROWS = 8192

@@ -7,12 +7,12 @@ from typing import Iterable, Mapping, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.config import LimitsConfig
+from transforms.read import open_read
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.ids import content_hash
 from vdgr_core.indexing.document import read_bytes_limited
 from vdgr_core.indexing.fingerprint import skipped_fingerprint, task_fingerprint
 from vdgr_core.store.file_stats import FileStatsCache, stat_rows, write_file_stats
-from transforms.read import open_read
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from apache_beam.metrics import Metrics
 
 from schemas.config import ParseSettings
 from schemas.records import DeadLetter, DocumentTask
+from transforms.read import open_read
 from vdgr_core.indexing.document import load_document
 from vdgr_core.progress import PROGRESS
-from transforms.read import open_read
 
 DEAD_LETTER = "dead_letter"
 

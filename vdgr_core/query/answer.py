@@ -253,9 +253,10 @@ def _with_subjects(picks: Sequence[_Scored], scored: Sequence[_Scored]) -> list[
             continue
         # the paragraph before it, when it holds a block: a long block is quoted in parts, and
         # a line of it may read as a sentence (``$outchannel log_rotation,...`` between comments)
-        para = [u for p in range(prev.unit.pos, prev.unit.pos - SUBJECT_UNITS, -1)
-                if (u := at.get((s.n, p))) is not None and u.unit.para == prev.unit.para]
-        para = para[: next((i for i in range(1, len(para)) if para[i].unit.pos != para[i - 1].unit.pos - 1), len(para))]
+        para, pos = [], prev.unit.pos
+        while len(para) < SUBJECT_UNITS and (u := at.get((s.n, pos))) is not None and u.unit.para == prev.unit.para:
+            para.append(u)
+            pos -= 1
         if any(u.unit.block for u in para):
             for u in para:
                 if (u.n, u.unit.pos) not in have:
@@ -328,7 +329,8 @@ def _score(qterms, u: Unit, how: bool) -> float:
 
 
 def _join(chosen: Sequence[_Scored], how: bool = False) -> str:
-    """Units in evidence and reading order, each cited; a block on its own lines, after its
+    """Units in evidence and reading order, each quote cited once (a unit alone, or a block's
+    paragraph with the sentence that goes on from it); a block on its own lines, after its
     lead when that ends with a colon or (``how``) was scored with it."""
     chosen = sorted(chosen, key=lambda x: (x.n, x.unit.pos))
     leads = {(s.n, s.unit.lead) for s in chosen if s.unit.quoted(how) != s.unit.text}

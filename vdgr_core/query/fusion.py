@@ -24,6 +24,7 @@ on the section's stable rank.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Literal, Mapping, Optional, Sequence
 
@@ -266,35 +267,33 @@ def recall_tail(hits: Sequence[SectionHit], parts: Sequence[SectionList], k: int
     shown = {h.section for h in out}
     keys = {key_of(h) for h in out}
     cap = max(1, k // 2)
-    count: dict[int, int] = {}
-    for h in out:
-        count[int(doc_of[h.section])] = count.get(int(doc_of[h.section]), 0) + 1
+    count = Counter(int(doc_of[h.section]) for h in out)
     lists = [list(hits), *(p.hits for p in parts)]
     cursors = [0] * len(lists)
 
-    def take(h: SectionHit) -> None:
-        out.append(h)
-        shown.add(h.section)
-        keys.add(key_of(h))
-        d = int(doc_of[h.section])
-        count[d] = count.get(d, 0) + 1
+    def fits(h: SectionHit, key: Hashable) -> bool:
+        return h.section not in shown and key not in keys and count[int(doc_of[h.section])] < cap
 
-    def next_of(i: int) -> Optional[SectionHit]:
+    def next_of(i: int) -> Optional[tuple[SectionHit, Hashable]]:
         lst = lists[i]
         while cursors[i] < len(lst):
             h = fused.get(lst[cursors[i]].section, lst[cursors[i]])
             cursors[i] += 1
-            if h.section not in shown and key_of(h) not in keys and count.get(int(doc_of[h.section]), 0) < cap:
-                return h
+            key = key_of(h)
+            if fits(h, key):
+                return h, key
         return None
 
     while len(out) < k:
-        found = [h for h in (next_of(i) for i in range(len(lists))) if h is not None]
+        found = [c for c in (next_of(i) for i in range(len(lists))) if c is not None]
         if not found:
             break
-        for h in found:
-            if len(out) < k and h.section not in shown:
-                take(h)
+        for h, key in found:        # this round's earlier picks may have shown it, or filled its document
+            if len(out) < k and fits(h, key):
+                out.append(h)
+                shown.add(h.section)
+                keys.add(key)
+                count[int(doc_of[h.section])] += 1
     out += [h for h in hits if h.section not in shown]
     return out
 

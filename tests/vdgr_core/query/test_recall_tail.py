@@ -106,3 +106,17 @@ def _retrieve(kb, question):
                        trace=TraceRecorder())
     kb.stages.route(ctx)
     return kb.retriever.retrieve_with_parts(ctx.search)
+
+
+def test_two_picks_of_one_round_do_not_pass_the_document_cap_or_repeat_a_copy():
+    fused = _hits([0, 1, 2, 3, 4, 5])
+    # k=6: head [0, 1, 2]; section 0 and 1 are in document 7, so document 7 holds 2 of its 3
+    doc = np.array([7, 7, 1, 2, 3, 4, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 9, 9])
+    bm25, dense = _list("bm25", [14, 16]), _list("dense", [15, 17])
+    out = recall_tail(fused, [bm25, dense], 6, doc, lambda h: h.section)
+    # round 1: fused 3, BM25 14 (document 7 full now), dense 15 is of document 7: not placed
+    assert _sections(out[:6]) == [0, 1, 2, 3, 14, 4]
+    # copies: BM25's 16 and dense's 17 are one section's copies: only the first is placed
+    out = recall_tail(fused, [_list("bm25", [16]), _list("dense", [17])], 6, doc,
+                      lambda h: "copy" if h.section in (16, 17) else h.section)
+    assert _sections(out[:6]) == [0, 1, 2, 3, 16, 4]
