@@ -1,16 +1,35 @@
-"""reStructuredText parser: section adornments by plain regex, lenient and fast (no docutils)."""
+"""reStructuredText parser: section adornments by plain regex, lenient and fast (no docutils).
+
+Reference entries become sections of their own, one half level below their section, as in the
+text parser (:mod:`vdgr_core.parsing.entries`): a definition list (a term over its indented
+definition), an option list (``-a, --all  show all``) and Sphinx's object descriptions
+(``.. option:: -v, --verbose``, ``.. function:: connect(path, timeout=5.0)``, ``.. envvar::``,
+``.. confval::`` ...), whose argument is the entry's term. Lines of a literal block (after
+``::`` or a ``code-block`` directive) are never terms.
+"""
 from __future__ import annotations
 
 import re
 
 from schemas.records import ParsedDocument
-from vdgr_core.parsing.toc import build_document
+from vdgr_core.parsing.entries import split_entries
+from vdgr_core.parsing.toc import RESUME, build_document, entry_level
+
+#: names the rules reStructuredText is read with (rst-2: reference entries); part of the content
+#: rules recorded in the manifest (vdgr_core.safety.content_rules)
+PARSER_VERSION = "rst-2"
 
 _ADORN = re.compile(r"^([!-/:-@\[-`{-~])\1+[ \t]*$")
 _DIRECTIVE = re.compile(r"^\s*\.\.\s+([\w:-]+)::\s*(.*)$")
 _EXPLICIT = re.compile(r"^\s*\.\.(?:\s|$)")
 _OPTION = re.compile(r"^\s+:[\w -]+:(?:\s.*)?$")
 _BULLET = re.compile(r"^\s*[-*+\u2022]\s+")
+#: Sphinx directives that describe one object: their argument is a reference entry's term
+_OBJECT = re.compile(r"^(?:[a-z]+:)?(?:option|cmdoption|envvar|confval|describe|object|function|method|"
+                     r"classmethod|staticmethod|class|attribute|property|data|exception|decorator|"
+                     r"decoratormethod|macro|member|type|var|enumerator|directive|role)$")
+_LITERAL = frozenset({"code-block", "code", "sourcecode", "highlight", "parsed-literal", "doctest",
+                      "testcode", "productionlist"})
 _KEEP_ARGS = frozenset({
     "note", "warning", "tip", "important", "caution", "danger", "attention", "hint",
     "error", "admonition", "seealso", "topic", "sidebar", "rubric", "versionadded",
@@ -54,14 +73,41 @@ def _underline_ok(title: str, adorn: str) -> bool:
 
 
 def _body_line(line: str) -> str:
+    """A body line without markup, its indentation kept (a bullet's text indented where the text
+    starts, so a wrapped item's next line is not read as the item's definition)."""
     s = line.strip()
     if s == "::":
         return ""
     if s.endswith("::"):
         s = s[:-2].rstrip()
         s = s + ":" if s and not s.endswith(":") else s
-    s = _BULLET.sub("", s)
-    return strip_rst_inline(s)
+    indent = len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+    bullet = _BULLET.match(s)
+    if bullet:
+        indent += bullet.end()
+        s = s[bullet.end():]
+    return " " * indent + strip_rst_inline(s)
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+
+
+def _with_entries(level: int, title: str, body: list[str], terms: set[int], literal: set[int]) -> list[tuple]:
+    """One section's (level, title, body) tuples, its reference entries split out as sections of
+    their own; every line loses its indentation, as body text always has."""
+    segments = split_entries(body, known_terms=terms, never_terms=literal)
+    def text(lines: list[str]) -> str:
+        return "\n".join(ln.strip() for ln in lines)
+    if len(segments) == 1 and segments[0].term is None:
+        return [(level, title, text(body))]
+    out: list[tuple] = [] if segments[0].term is None else [(level, title, "")]
+    for n, seg in enumerate(segments):
+        if seg.term is not None:
+            out.append((entry_level(level), seg.term, text(seg.lines)))
+        else:
+            out.append((level, title if n == 0 else RESUME, text(seg.lines)))
+    return out
 
 
 def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
@@ -85,10 +131,12 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
     """
     lines = text.split("\n")
     styles: dict[tuple[str, bool], int] = {}
-    entries: list[list] = [[0, "", []]]
+    # [level, title, body lines, indexes of term lines, indexes of literal lines]
+    entries: list[list] = [[0, "", [], set(), set()]]
     skip_indented = False
     in_options = False
     prev_blank = True
+    literal_above = None        # indentation a literal block's lines are deeper than
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
@@ -98,18 +146,18 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
                 and lines[i + 2].strip()[0] == line.strip()[0]:
             style = (line.strip()[0], True)
             level = styles.setdefault(style, len(styles) + 1)
-            entries.append([level, strip_rst_inline(lines[i + 1].strip()), []])
-            i, prev_blank, skip_indented = i + 3, True, False
+            entries.append([level, strip_rst_inline(lines[i + 1].strip()), [], set(), set()])
+            i, prev_blank, skip_indented, literal_above = i + 3, True, False, None
             continue
         if prev_blank and line.strip() and not line[0].isspace() and not _is_adorn(line) \
                 and _is_adorn(nxt) and not nxt[0].isspace() and _underline_ok(line, nxt):
             style = (nxt.strip()[0], False)
             level = styles.setdefault(style, len(styles) + 1)
-            entries.append([level, strip_rst_inline(line.strip()), []])
-            i, prev_blank, skip_indented = i + 2, True, False
+            entries.append([level, strip_rst_inline(line.strip()), [], set(), set()])
+            i, prev_blank, skip_indented, literal_above = i + 2, True, False, None
             continue
         i += 1
-        body = entries[-1][2]
+        _, _, body, terms, literal = entries[-1]
         if not line.strip():
             body.append("")
             prev_blank, in_options = True, False
@@ -121,6 +169,12 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
         if skip_indented and line[0].isspace():
             continue
         skip_indented = False
+        if literal_above is not None:
+            if _indent(line) > literal_above:
+                literal.add(len(body))
+                body.append(_body_line(line))
+                continue
+            literal_above = None
         if _is_adorn(line) and len(line.strip()) >= 4:
             body.append("")      # transition
             continue
@@ -129,11 +183,22 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
             name = m.group(1).lower()
             skip_indented = name in _SKIP_BLOCK
             in_options = True
-            if name in _KEEP_ARGS and m.group(2).strip():
-                body.append(strip_rst_inline(m.group(2).strip()))
+            arg = strip_rst_inline(m.group(2).strip())
+            if _OBJECT.match(name) and arg:
+                terms.add(len(body))
+                body.append(" " * _indent(line) + arg)
+            elif name in _KEEP_ARGS and arg:
+                body.append(" " * _indent(line) + arg)
+            if name in _LITERAL:
+                literal_above = _indent(line)
             continue
         if _EXPLICIT.match(line):      # comment, target, footnote, substitution definition
             skip_indented = True
             continue
         body.append(_body_line(line))
-    return build_document([(lvl, t, "\n".join(b)) for lvl, t, b in entries], fallback_title)
+        if line.rstrip().endswith("::"):
+            literal_above = _indent(line)
+    flat = [part for lvl, t, body, terms, literal in entries
+            for part in (_with_entries(lvl, t, body, terms, literal) if lvl > 0 or t
+                         else [(lvl, t, "\n".join(ln.strip() for ln in body))])]
+    return build_document(flat, fallback_title)

@@ -78,3 +78,75 @@ def test_short_underline_under_long_text_is_not_a_title():
     doc = parse_document("A long paragraph line\n--\n\ntext\n", "rst", "file")
     assert doc.title == "file"
     assert all(s.level == 0 for s in doc.sections)
+
+
+REFERENCE = """\
+Orbit CLI
+=========
+
+Command line options
+--------------------
+
+.. option:: -v, --verbose
+
+   Print every request the client sends and every answer it gets, with its headers, its
+   status line and the time it took, to the standard error stream.
+
+.. option:: --timeout <seconds>
+
+   How long to wait for the router to answer a request before the client gives up and
+   reports a timeout. The default is 30.
+
+Settings
+--------
+
+cache_size
+    Pages kept in memory for each open database; a negative number is read as kibibytes
+    of memory instead. The default is 2000.
+
+journal_mode
+    How the rollback journal is kept between transactions: ``delete`` removes it after
+    each commit, ``wal`` keeps a write-ahead log next to the database.
+
+Notes
+-----
+
+- a wrapped bullet item that
+  goes on here
+- another wrapped item that
+  goes on too
+
+Example::
+
+    retry loop
+        sleep 1
+    backoff step
+        sleep 2
+"""
+
+
+def test_object_directives_and_definition_lists_become_entries():
+    doc = parse_document(REFERENCE, "rst", "fb")
+    paths = [s.heading_path for s in doc.sections]
+    assert ("Command line options", "-v, --verbose") in paths
+    assert ("Command line options", "--timeout <seconds>") in paths
+    assert ("Settings", "cache_size") in paths and ("Settings", "journal_mode") in paths
+    s = {x.heading_path[-1]: x for x in doc.sections}
+    assert s["--timeout <seconds>"].text.endswith("reports a timeout. The default is 30.")
+    assert s["cache_size"].text.endswith("of memory instead. The default is 2000.")
+    assert "2000" not in s["journal_mode"].text
+
+
+def test_wrapped_bullets_and_literal_blocks_are_not_entries():
+    doc = parse_document(REFERENCE, "rst", "fb")
+    notes = [x for x in doc.sections if x.heading_path[0] == "Notes"]
+    assert [x.heading_path for x in notes] == [("Notes",)]
+    assert "retry loop\nsleep 1\nbackoff step\nsleep 2" in notes[0].text
+    assert "a wrapped bullet item that\ngoes on here" in notes[0].text
+
+
+def test_the_rst_rules_are_part_of_the_content_rules():
+    from vdgr_core.parsing.rst import PARSER_VERSION
+    from vdgr_core.safety import content_rules
+
+    assert PARSER_VERSION in content_rules().split("/")
