@@ -8,7 +8,8 @@ two spaces a level; each table row is a line with its cells separated by `` | ``
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from html.parser import HTMLParser
+from typing import NamedTuple, Optional
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
@@ -60,10 +61,11 @@ _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "t
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
 #: separated by " | "; html-3: reference entries are sections of their own; html-4: option
 #: lists in preformatted blocks are entries, a keyword line that reads as prose is none;
-#: html-5: bulleted lists of parameters are entries); part of the content rules recorded in
+#: html-5: bulleted lists of parameters are entries; html-7: a page that leaves out both
+#: </body> and </html> is parsed unless it ends inside a tag or its text); part of the content rules recorded in
 #: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
 #: on the next update
-PARSER_VERSION = "html-6"
+PARSER_VERSION = "html-7"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -542,6 +544,36 @@ def _refuse_redirect(soup: BeautifulSoup) -> None:
             raise DocumentError(DeadLetterReason.REDIRECT, f"the page redirects to {target or 'itself'}")
 
 
+class _Tail(HTMLParser):
+    """Feeds a page through the standard tokenizer; what it holds back at the end
+    (``rawdata``) is an unfinished tag, comment or character reference."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=False)
+
+
+def cut_at(text: str) -> Optional[str]:
+    """Why ``text`` reads as an HTML file cut short, or None when it may end where it does.
+
+    A page may leave out ``</p>``, ``</body>`` and ``</html>`` (SQLite's pages do, and some
+    leave a ``<div>`` open too), so open elements prove nothing; a page ends with a tag or a
+    line break, and a file cut at some byte ends inside a tag or inside a line of text.
+
+    Examples
+    --------
+    >>> cut_at("<p>Done.<p>Last paragraph, no end tags: allowed.</p>  ")
+    >>> cut_at("<div><p>cut in the mid")
+    'it ends inside the text'
+    >>> cut_at("<p>cut <a href=")
+    'it ends inside a tag'
+    """
+    parser = _Tail()
+    parser.feed(text)
+    if parser.rawdata.lstrip().startswith("<"):
+        return "it ends inside a tag"
+    return None if text.rstrip(" \t").endswith(("\n", ">")) else "it ends inside the text"
+
+
 def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     """Parse HTML into a ParsedDocument.
 
@@ -564,13 +596,14 @@ def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     Raises
     ------
     DocumentError
-        TRUNCATED when the document opens ``<html>`` and closes neither it nor ``<body>``
-        (both end tags may be left out, not both); REDIRECT for a page that only sends the
-        reader elsewhere (a ``<meta http-equiv="refresh">`` and hardly any text of its own, as
-        Texinfo writes for every node name).
+        TRUNCATED when the document opens ``<html>``, closes neither it nor ``<body>`` (a page
+        may leave both end tags out, as SQLite's do) and ends inside a tag or inside its text
+        (:func:`cut_at`); REDIRECT for
+        a page that only sends the reader elsewhere (a ``<meta http-equiv="refresh">`` and
+        hardly any text of its own, as Texinfo writes for every node name).
     """
-    if _HTML_OPEN.search(text) and not _HTML_CLOSE.search(text):
-        raise DocumentError(DeadLetterReason.TRUNCATED, "neither <html> nor <body> is closed")
+    if _HTML_OPEN.search(text) and not _HTML_CLOSE.search(text) and (cut := cut_at(text)):
+        raise DocumentError(DeadLetterReason.TRUNCATED, f"neither <html> nor <body> is closed and {cut}")
     soup = BeautifulSoup(text, "html.parser")
     _refuse_redirect(soup)
     title_tag = soup.find("title")

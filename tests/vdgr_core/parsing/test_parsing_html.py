@@ -49,10 +49,21 @@ def test_fallback_title_and_br_lines():
     assert doc.sections[0].text == "one\ntwo\n\nthree"
 
 
-def test_unclosed_html_is_truncated():
+@pytest.mark.parametrize("cut", ["<p>cut in the mid", "<p>cut in <a href=\"x.html", "<p>cut <!-- a comm"])
+def test_a_page_cut_short_is_truncated(cut):
     with pytest.raises(DocumentError) as e:
-        parse_document("<html><body><h1>x</h1><p>cut in the mid", "html", "fb")
+        parse_document("<html><body><h1>x</h1>" + cut, "html", "fb")
     assert e.value.reason == DeadLetterReason.TRUNCATED
+
+
+def test_a_page_that_leaves_out_its_end_tags_is_parsed():
+    # SQLite's pages end like this: no </body>, no </html>, a <div> never closed
+    page = ("<!DOCTYPE html>\n<html><head><title>Pragma statements</title></head>\n<body>\n<div class=nosearch>\n"
+            "<h2>PRAGMA cache_size</h2>\n<p>The default suggested cache size is -2000.\n"
+            "<p>See also lists of\n  <a href=\"objlist.html\">Objects</a>.</p>\n")
+    doc = parse_document(page, "html", "fb")
+    assert "The default suggested cache size is -2000." in doc.sections[-1].text
+    assert parse_document(page.rstrip("\n") + " and\n<a href=x>Functions</a>.\n\n", "html", "fb").sections
 
 
 def test_script_only_is_no_content():
