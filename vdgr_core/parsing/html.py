@@ -62,10 +62,11 @@ _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "t
 #: separated by " | "; html-3: reference entries are sections of their own; html-4: option
 #: lists in preformatted blocks are entries, a keyword line that reads as prose is none;
 #: html-5: bulleted lists of parameters are entries; html-7: a page that leaves out both
-#: </body> and </html> is parsed unless it ends inside a tag or its text); part of the content rules recorded in
+#: </body> and </html> is parsed unless it ends inside a tag or its text; html-8: a line break
+#: between a <pre>'s highlighted spans breaks the line); part of the content rules recorded in
 #: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
 #: on the next update
-PARSER_VERSION = "html-7"
+PARSER_VERSION = "html-8"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -254,6 +255,10 @@ class _Collector:
                 if isinstance(child, _SKIP_STRINGS):
                     continue
                 s = str(child)
+                if in_pre and not s.strip() and "\n" in s:
+                    # a line break between highlighted spans (``</span>\n<span>``): a new line
+                    self.brk(2 if s.count("\n") > 1 else 1)
+                    continue
                 self.text(s if in_pre else _WS.sub(" ", s))
                 continue
             if not isinstance(child, Tag):

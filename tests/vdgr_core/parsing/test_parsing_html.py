@@ -141,3 +141,13 @@ def test_the_html_rules_are_part_of_the_content_rules():
     from vdgr_core.safety import content_rules
 
     assert PARSER_VERSION in content_rules().split("/")
+
+
+def test_a_highlighted_pre_keeps_its_lines():
+    # Sphinx (Pygments) writes each token as a span and the line breaks between them
+    pre = ('<div class="highlight"><pre><span></span><span class="gp">&gt;&gt;&gt; </span><span class="kn">import'
+           '</span> <span class="nn">pdb</span>\n<span class="gp">&gt;&gt;&gt; </span><span class="n">pdb</span>'
+           '<span class="o">.</span><span class="n">run</span>()\n\n<span class="go">(Pdb) continue</span>\n</pre></div>')
+    page = f"<html><body><h1>pdb</h1><p>Typical usage is:</p>{pre}<p>When invoked as a script ...</p></body></html>"
+    text = parse_document(page, "html", "fb").sections[0].text
+    assert text == "Typical usage is:\n\n>>> import pdb\n>>> pdb.run()\n\n(Pdb) continue\n\nWhen invoked as a script ..."
