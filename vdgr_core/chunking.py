@@ -129,6 +129,11 @@ def split_text(text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
     return [piece for piece, _, _ in _split_counted(text, max_tokens, overlap_tokens)]
 
 
+#: names the rules chunks are cut with (chunks-2: a chunk's overlap joins it with the line or
+#: paragraph break that stood between them); part of the content rules recorded in the
+#: manifest (vdgr_core.safety.content_rules)
+CHUNKER_VERSION = "chunks-2"
+
 # Sections repeat across the documents of a corpus (manuals of several models and versions), so
 # the split of a section text of at most this many characters is memoized per process.
 _MEMO_MAX_CHARS = 65536
@@ -149,13 +154,18 @@ def _split_counted(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tup
 def _split_counted_now(text: str, max_tokens: int, overlap_tokens: int) -> tuple[tuple[str, int, int], ...]:
     if not text.strip():
         return ()
-    base = [c for c in _split(text.strip(), max_tokens, 0) if c.strip()]
+    text = text.strip()
+    base = [c for c in _split(text, max_tokens, 0) if c.strip()]
     out = [(base[0], 0)]
     start = 0
+    nonspace = [i for i, ch in enumerate(text) if not ch.isspace()] if len(base) > 1 else []
     for prev, chunk in zip(base, base[1:]):
         start += nonspace_len(prev)
         tail = _tail(prev, overlap_tokens)
-        out.append((f"{tail} {chunk}", start - nonspace_len(tail)) if tail else (chunk, start))
+        # the overlap joins the chunk as the text joined them: a paragraph break stays one
+        between = text[nonspace[start - 1] + 1:nonspace[start]]
+        sep = "\n\n" if between.count("\n") > 1 else "\n" if "\n" in between else " "
+        out.append((f"{tail}{sep}{chunk}", start - nonspace_len(tail)) if tail else (chunk, start))
     return tuple((piece, count_tokens(piece), at) for piece, at in out)
 
 

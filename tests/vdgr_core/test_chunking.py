@@ -181,3 +181,18 @@ def test_chunk_page_is_the_page_its_text_starts_on():
     chunks = chunk_document(_task(), parsed, ChunkingConfig(max_tokens=32, overlap_tokens=0)).chunks
     assert [(c.text.split()[0], c.page) for c in chunks] == [
         ("p0", 4), ("p1", 4), ("p2", 5), ("p3", 5), ("p4", 5), ("p5", 5), ("plain", None)]
+
+
+def test_an_overlap_keeps_the_break_that_stood_before_the_chunk():
+    text = "Make it executable:\n\n$ chmod +x myscript.py\n\nOn Windows systems there is no notion of an executable mode."
+    chunks = split_text(text, 8, 4)
+    assert "myscript.py\n\nOn Windows" in "".join(chunks)
+    assert all(" On Windows" not in c for c in chunks)
+    assert split_text("one two three four five six seven eight nine ten", 5, 2)[1].startswith("four five six")
+
+
+def test_the_chunker_rules_are_part_of_the_content_rules():
+    from vdgr_core.chunking import CHUNKER_VERSION
+    from vdgr_core.safety import content_rules
+
+    assert CHUNKER_VERSION in content_rules().split("/")

@@ -18,9 +18,11 @@ def content_rules() -> str:
     Markdown parser that keeps other text: ``vdgr_core.parsing.markdown.PARSER_VERSION``, an HTML
     parser that shapes lists or tables otherwise: ``vdgr_core.parsing.html.PARSER_VERSION``, a
     text parser that finds other headings or entries: ``vdgr_core.parsing.text.PARSER_VERSION``, a
-    reStructuredText parser that does: ``vdgr_core.parsing.rst.PARSER_VERSION``), the
+    reStructuredText parser that does: ``vdgr_core.parsing.rst.PARSER_VERSION``, a chunker that
+    cuts or joins chunks otherwise: ``vdgr_core.chunking.CHUNKER_VERSION``), the
     next update rebuilds every domain, so no row keeps text made under older rules.
     """
+    from vdgr_core.chunking import CHUNKER_VERSION
     from vdgr_core.parsing.html import PARSER_VERSION as HTML_VERSION
     from vdgr_core.parsing.markdown import PARSER_VERSION as MARKDOWN_VERSION
     from vdgr_core.parsing.pdf import PARSER_VERSION
@@ -28,4 +30,4 @@ def content_rules() -> str:
     from vdgr_core.parsing.text import PARSER_VERSION as TEXT_VERSION
     from vdgr_core.safety.secrets import RULES_VERSION
 
-    return f"{RULES_VERSION}/injection-1/{PARSER_VERSION}/{MARKDOWN_VERSION}/{HTML_VERSION}/{TEXT_VERSION}/{RST_VERSION}"
+    return f"{RULES_VERSION}/injection-1/{PARSER_VERSION}/{MARKDOWN_VERSION}/{HTML_VERSION}/{TEXT_VERSION}/{RST_VERSION}/{CHUNKER_VERSION}"
