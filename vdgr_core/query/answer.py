@@ -27,6 +27,10 @@ from vdgr_core.query.textutil import missing_terms, overlap, terms
 _HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|\bprocedure\b"
                   r"|\binstructions?\b|^\s*(?:reset|install|configure|set up|enable|disable|change|update)\b",
                   re.I)
+# a question asking for a command, a statement or a call: a block is scored with its lead-in too
+# ("Creation of virtual environments is done by executing the command venv:" over the command)
+_COMMAND_Q = re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:command|command line|invocation|statement|call)s?\b"
+                        r"|\bcommand[- ]line\b", re.I)
 # a question asking what happens when a setting is left alone: sentences naming the default count
 # (not a "non-default value": that sentence is about changing it)
 _DEFAULT_Q = re.compile(r"\bdefaults?\b|\bunless\b|\bif (?:i|you|we) (?:do not|don't|never)\b|\bwithout (?:setting|"
@@ -82,7 +86,8 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     sentence boundaries, and procedures, table rows and command lines quoted whole; headings
     are never quoted. A unit is scored by the share of the question's words it holds, plus a
     small bonus for better evidence: a table row with its header; a block, for a how-to
-    question, with the sentence leading it (then quoted with it), else by its best line. The
+    question or one asking for a command (:data:`_COMMAND_Q`), with the sentence leading it
+    (then quoted with it), else by its best line. The
     best unit is always quoted; the next ones while they fit :data:`MAX_SENTENCES` (a block
     costs one per line) and score above :data:`FOLLOW_SHARE` of the best.
 
@@ -95,7 +100,7 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     if not evidence:
         return NO_ANSWER
     qterms = terms(question)
-    how = bool(_HOW.search(question))
+    how = bool(_HOW.search(question) or _COMMAND_Q.search(question))
     top = list(enumerate(evidence[:TOP_EVIDENCE], 1))
     named = named_versions(question, {ev.version for _, ev in top if ev.version})
     if named:

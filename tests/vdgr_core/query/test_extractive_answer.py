@@ -83,6 +83,20 @@ def test_the_command_line_is_in_the_answer_whole():
     assert "To change the default editor, run:\nsudo update-alternatives --config editor [1]" in answer
 
 
+def test_a_question_asking_for_a_command_is_answered_with_the_command_and_its_lead_in():
+    # three prose sentences share as many of the question's words as the command line does and
+    # come first: scored alone, the command line is left out of a three-sentence answer
+    text = ("Creates virtual Python environments in one or more target directories.\n\n"
+            "Running this command creates the target directory and places a pyvenv.cfg file in it pointing to the "
+            "Python installation.\n\nA virtual environment is created on top of an existing Python installation.\n\n"
+            "Creation of virtual environments is done by executing the command venv:\n\n"
+            "python3 -m venv /path/to/new/virtual/environment")
+    answer = extractive_answer("What command creates a new Python virtual environment in a given directory with the "
+                               "venv module?", [ev(text, title="Creating virtual environments")])
+    assert "Creation of virtual environments is done by executing the command venv:\n" \
+           "python3 -m venv /path/to/new/virtual/environment [1]" in answer
+
+
 def test_the_answer_stage_gives_the_split_answer_with_exact_citations():
     evidence = [ev(V2, "2.0", n=1), ev(V1, "1.0", n=2)]
     stage = AnswerStage(AnswerSettings(min_confidence=0.0))
