@@ -1,10 +1,13 @@
-"""Debian documentation packages as a corpus: real reference manuals nobody here wrote.
+"""Debian documentation packages as corpora: real reference manuals nobody here wrote.
 
-``python -m bench.prepare.debian_docs [--out bench/work/debian]``
+``python -m bench.prepare.debian_docs [--set servers|sqlite-python] [--out DIR]``
 
-Five packages, fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (never
-committed), each one domain of the corpus, its HTML files laid out as the package installs them
-under ``/usr/share/doc``:
+Two sets (:data:`SETS`), each with its own question file under ``bench/data``. Packages are
+fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (never committed), each one
+domain of the corpus, its HTML files laid out as the package installs them under
+``/usr/share/doc``.
+
+``servers`` (``bench/work/debian``; bench/data/debian_questions.jsonl), five packages:
 
 - ``bind9`` (bind9-doc): the BIND 9 Administrator Reference Manual (Sphinx; statements and
   options as definition lists with grammar, blocks and tags fields);
@@ -16,6 +19,14 @@ under ``/usr/share/doc``:
 - ``rsyslog`` (rsyslog-doc): the rsyslog documentation (Sphinx; module parameters as sections
   with a type / default / mandatory table).
 
+``sqlite-python`` (``bench/work/debian2``; bench/data/debian2_questions.jsonl), a second set
+written later, on which nothing was chosen before it existed:
+
+- ``sqlite`` (sqlite3-doc): SQLite's documentation (the SQL language pages, ``pragma.html``
+  with every PRAGMA on one page, the CLI, the C interface one page a function, release logs);
+- ``python`` (python3.11-doc): the Python 3.11 documentation (library reference as Sphinx
+  definition lists of functions, classes and options; tutorial, how-tos, FAQ, C API).
+
 Only ``.html`` files are taken (the packages also ship the sources of their pages as ``.txt``,
 the same text again). The versions fetched are written to ``<out>/versions.json``: gold answers
 were located in these versions (bench/data/debian_questions.jsonl names them).
@@ -26,6 +37,7 @@ import argparse
 import json
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import REPO
@@ -41,6 +53,26 @@ PACKAGES: dict[str, tuple[str, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class DocSet:
+    """One corpus of Debian documentation packages and the questions written from it."""
+
+    name: str
+    #: domain -> (Debian package, folder of the unpacked package whose HTML files become the domain)
+    packages: dict
+    work: Path
+    questions: Path
+
+
+SETS: dict[str, DocSet] = {
+    "servers": DocSet("servers", PACKAGES, WORK, REPO / "bench" / "data" / "debian_questions.jsonl"),
+    "sqlite-python": DocSet("sqlite-python", {
+        "sqlite": ("sqlite3-doc", "usr/share/doc/sqlite3"),
+        "python": ("python3.11-doc", "usr/share/doc/python3.11/html"),
+    }, REPO / "bench" / "work" / "debian2", REPO / "bench" / "data" / "debian2_questions.jsonl"),
+}
+
+
 def package_versions(debs: Path) -> dict[str, str]:
     """Package -> version of each downloaded ``.deb`` (from ``dpkg-deb -f``)."""
     out = {}
@@ -51,8 +83,9 @@ def package_versions(debs: Path) -> dict[str, str]:
     return out
 
 
-def fetch(work: Path = WORK) -> Path:
-    """Download and unpack the packages once; lay their HTML files out as a corpus; return it.
+def fetch(work: Path = WORK, packages: dict = PACKAGES) -> Path:
+    """Download and unpack ``packages`` once; lay their HTML files out as a corpus under
+    ``work``; return it.
 
     Raises
     ------
@@ -64,12 +97,12 @@ def fetch(work: Path = WORK) -> Path:
         return corpus
     debs, unpacked = work / "debs", work / "unpacked"
     debs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *(p for p, _ in PACKAGES.values())], cwd=debs, check=True)
+    subprocess.run(["apt-get", "download", *(p for p, _ in packages.values())], cwd=debs, check=True)
     for deb in sorted(debs.glob("*.deb")):
         subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
     if corpus.exists():
         shutil.rmtree(corpus)
-    for domain, (_, folder) in PACKAGES.items():
+    for domain, (_, folder) in packages.items():
         root = unpacked / folder
         for src in sorted(root.rglob("*.html")):
             dst = corpus / domain / src.relative_to(root)
@@ -81,9 +114,12 @@ def fetch(work: Path = WORK) -> Path:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=WORK)
+    ap.add_argument("--set", default="servers", choices=sorted(SETS))
+    ap.add_argument("--out", type=Path, default=None, help="default: the set's own work folder")
     args = ap.parse_args(argv)
-    corpus = fetch(args.out)
+    docset = SETS[args.set]
+    args.out = args.out or docset.work
+    corpus = fetch(args.out, docset.packages)
     counts = {d.name: sum(1 for _ in d.rglob("*.html")) for d in sorted(corpus.iterdir())}
     print(json.dumps({"corpus": str(corpus), "html_files": counts,
                       "versions": json.loads((args.out / "versions.json").read_text())}, indent=1))

