@@ -10,6 +10,7 @@ definition), an option list (``-a, --all  show all``) and Sphinx's object descri
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import split_entries
@@ -96,9 +97,11 @@ def _indent(line: str) -> int:
 def _with_entries(level: int, title: str, body: list[str], terms: set[int], literal: set[int]) -> list[tuple]:
     """One section's (level, title, body) tuples, its reference entries split out as sections of
     their own; every line loses its indentation, as body text always has."""
-    segments = split_entries(body, known_terms=terms, never_terms=literal)
     def text(lines: list[str]) -> str:
         return "\n".join(ln.strip() for ln in lines)
+    if not (level > 0 or title):        # the text before the first title: no entries
+        return [(level, title, text(body))]
+    segments = split_entries(body, known_terms=terms, never_terms=literal)
     if len(segments) == 1 and segments[0].term is None:
         return [(level, title, text(body))]
     out: list[tuple] = [] if segments[0].term is None else [(level, title, "")]
@@ -108,6 +111,20 @@ def _with_entries(level: int, title: str, body: list[str], terms: set[int], lite
         else:
             out.append((level, title if n == 0 else RESUME, text(seg.lines)))
     return out
+
+
+def _heading(lines: list[str], i: int) -> Optional[tuple[tuple[str, bool], str, int]]:
+    """``(adornment style, title, lines used)`` when a section title starts at line ``i`` (after
+    a blank line): an over- and underlined title, or a title over its underline."""
+    line = lines[i]
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    if _is_adorn(line) and i + 2 < len(lines) and nxt.strip() and not _is_adorn(nxt) \
+            and _is_adorn(lines[i + 2]) and lines[i + 2].strip()[0] == line.strip()[0]:
+        return (line.strip()[0], True), strip_rst_inline(nxt.strip()), 3
+    if line.strip() and not line[0].isspace() and not _is_adorn(line) \
+            and _is_adorn(nxt) and not nxt[0].isspace() and _underline_ok(line, nxt):
+        return (nxt.strip()[0], False), strip_rst_inline(line.strip()), 2
+    return None
 
 
 def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
@@ -140,21 +157,11 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        nxt = lines[i + 1] if i + 1 < n else ""
-        if prev_blank and _is_adorn(line) and i + 2 < n and lines[i + 1].strip() \
-                and not _is_adorn(lines[i + 1]) and _is_adorn(lines[i + 2]) \
-                and lines[i + 2].strip()[0] == line.strip()[0]:
-            style = (line.strip()[0], True)
-            level = styles.setdefault(style, len(styles) + 1)
-            entries.append([level, strip_rst_inline(lines[i + 1].strip()), [], set(), set()])
-            i, prev_blank, skip_indented, literal_above = i + 3, True, False, None
-            continue
-        if prev_blank and line.strip() and not line[0].isspace() and not _is_adorn(line) \
-                and _is_adorn(nxt) and not nxt[0].isspace() and _underline_ok(line, nxt):
-            style = (nxt.strip()[0], False)
-            level = styles.setdefault(style, len(styles) + 1)
-            entries.append([level, strip_rst_inline(line.strip()), [], set(), set()])
-            i, prev_blank, skip_indented, literal_above = i + 2, True, False, None
+        heading = _heading(lines, i) if prev_blank else None
+        if heading is not None:
+            style, title, used = heading
+            entries.append([styles.setdefault(style, len(styles) + 1), title, [], set(), set()])
+            i, prev_blank, skip_indented, literal_above = i + used, True, False, None
             continue
         i += 1
         _, _, body, terms, literal = entries[-1]
@@ -198,7 +205,4 @@ def parse_rst(text: str, fallback_title: str) -> ParsedDocument:
         body.append(_body_line(line))
         if line.rstrip().endswith("::"):
             literal_above = _indent(line)
-    flat = [part for lvl, t, body, terms, literal in entries
-            for part in (_with_entries(lvl, t, body, terms, literal) if lvl > 0 or t
-                         else [(lvl, t, "\n".join(ln.strip() for ln in body))])]
-    return build_document(flat, fallback_title)
+    return build_document([part for e in entries for part in _with_entries(*e)], fallback_title)
