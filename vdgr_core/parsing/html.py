@@ -549,14 +549,6 @@ def _refuse_redirect(soup: BeautifulSoup) -> None:
             raise DocumentError(DeadLetterReason.REDIRECT, f"the page redirects to {target or 'itself'}")
 
 
-class _Tail(HTMLParser):
-    """Feeds a page through the standard tokenizer; what it holds back at the end
-    (``rawdata``) is an unfinished tag, comment or character reference."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=False)
-
-
 def cut_at(text: str) -> Optional[str]:
     """Why ``text`` reads as an HTML file cut short, or None when it may end where it does.
 
@@ -572,9 +564,9 @@ def cut_at(text: str) -> Optional[str]:
     >>> cut_at("<p>cut <a href=")
     'it ends inside a tag'
     """
-    parser = _Tail()
+    parser = HTMLParser(convert_charrefs=False)     # the standard tokenizer, handlers all no-ops
     parser.feed(text)
-    if parser.rawdata.lstrip().startswith("<"):
+    if parser.rawdata.lstrip().startswith("<"):     # what it holds back: an unfinished tag or comment
         return "it ends inside a tag"
     return None if text.rstrip(" \t").endswith(("\n", ">")) else "it ends inside the text"
 

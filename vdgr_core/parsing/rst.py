@@ -14,7 +14,7 @@ from typing import Optional
 
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import split_entries
-from vdgr_core.parsing.toc import RESUME, build_document, entry_level
+from vdgr_core.parsing.toc import build_document, with_entry_sections
 
 #: names the rules reStructuredText is read with (rst-2: reference entries); part of the content
 #: rules recorded in the manifest (vdgr_core.safety.content_rules)
@@ -82,7 +82,7 @@ def _body_line(line: str) -> str:
     if s.endswith("::"):
         s = s[:-2].rstrip()
         s = s + ":" if s and not s.endswith(":") else s
-    indent = len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+    indent = _indent(line)
     bullet = _BULLET.match(s)
     if bullet:
         indent += bullet.end()
@@ -104,13 +104,7 @@ def _with_entries(level: int, title: str, body: list[str], terms: set[int], lite
     segments = split_entries(body, known_terms=terms, never_terms=literal)
     if len(segments) == 1 and segments[0].term is None:
         return [(level, title, text(body))]
-    out: list[tuple] = [] if segments[0].term is None else [(level, title, "")]
-    for n, seg in enumerate(segments):
-        if seg.term is not None:
-            out.append((entry_level(level), seg.term, text(seg.lines)))
-        else:
-            out.append((level, title if n == 0 else RESUME, text(seg.lines)))
-    return out
+    return with_entry_sections(level, title, segments, text)
 
 
 def _heading(lines: list[str], i: int) -> Optional[tuple[tuple[str, bool], str, int]]:

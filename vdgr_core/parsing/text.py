@@ -18,7 +18,7 @@ from typing import Optional
 
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import split_entries
-from vdgr_core.parsing.toc import RESUME, build_document, entry_level
+from vdgr_core.parsing.toc import build_document, with_entry_sections
 
 _HASH = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _BOLD = re.compile(r"^\s*\*\*(?=\S)(.+?)(?<=\S)\*\*:?\s*$")
@@ -77,18 +77,7 @@ def _with_entries(level: int, title: str, body: list[str], dedent: bool) -> list
     if len(segments) == 1 and segments[0].term is None:
         text = "\n".join(body)
         return [(level, title, textwrap.dedent(text) if dedent else text)]
-    out: list[tuple] = []
-    for n, seg in enumerate(segments):
-        text = textwrap.dedent("\n".join(seg.lines))
-        if seg.term is not None:
-            out.append((entry_level(level), seg.term, text))
-        elif n == 0:
-            out.append((level, title, text))
-        else:
-            out.append((level, RESUME, text))
-    if segments[0].term is not None:
-        out.insert(0, (level, title, ""))
-    return out
+    return with_entry_sections(level, title, segments, lambda lines: textwrap.dedent("\n".join(lines)))
 
 
 def parse_text(text: str, fallback_title: str) -> ParsedDocument:

@@ -17,7 +17,7 @@ stays a title in the path, and the group's text is a unit worth searching.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from schemas.records import ParsedDocument, Section
 
@@ -45,6 +45,27 @@ def entry_level(section_level: float) -> float:
     (2.5, True, False)
     """
     return int(section_level) + _ENTRY_OFFSET
+
+
+def with_entry_sections(level: int, title: str, segments: Sequence, text_of: Callable[[list[str]], str]) -> list[tuple]:
+    """One heading's ``(raw level, title, body)`` entries from its segments
+    (:func:`vdgr_core.parsing.entries.split_entries`): each reference entry one half level down
+    titled with its term, the text before the first entry under the heading, the text after an
+    entry a :data:`RESUME`; ``text_of`` turns a segment's lines into body text.
+
+    Examples
+    --------
+    >>> from vdgr_core.parsing.entries import Segment
+    >>> with_entry_sections(2, "Options", [Segment("-a", ["-a", "  all"]), Segment(None, ["Done."])], "|".join)
+    [(2, 'Options', ''), (2.5, '-a', '-a|  all'), (2, None, 'Done.')]
+    """
+    out: list[tuple] = [] if segments[0].term is None else [(level, title, "")]
+    for n, seg in enumerate(segments):
+        if seg.term is not None:
+            out.append((entry_level(level), seg.term, text_of(seg.lines)))
+        else:
+            out.append((level, title if n == 0 else RESUME, text_of(seg.lines)))
+    return out
 
 
 def is_entry_level(level: float) -> bool:

@@ -29,7 +29,7 @@ _HOW = re.compile(r"\bhow\s+(?:do|can|should|would|to|does|is|are)\b|\bsteps?\b|
                   re.I)
 # a question asking for a command, a statement or a call: a block is scored with its lead-in too
 # ("Creation of virtual environments is done by executing the command venv:" over the command)
-_COMMAND_Q = re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:command|command line|invocation|statement|call)s?\b"
+_COMMAND_Q = re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:command|invocation|statement|call)s?\b"
                         r"|\bcommand[- ]line\b", re.I)
 # a question asking what happens when a setting is left alone: sentences naming the default count
 # (not a "non-default value": that sentence is about changing it)
