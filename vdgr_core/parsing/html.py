@@ -1,4 +1,5 @@
-"""HTML parser (BeautifulSoup with the stdlib "html.parser"): h1-h6 form the sections.
+"""HTML parser (BeautifulSoup with the stdlib "html.parser", end tags a page leaves out implied as
+the HTML standard says: :mod:`vdgr_core.parsing.html_tree`): h1-h6 form the sections.
 
 List items and table rows keep the line shape the Markdown parser gives its text: each ``<li>`` is
 a line of its own marked ``-`` (``<ul>``) or ``1.``, ``2.`` ... (``<ol>``), a nested list indented
@@ -17,6 +18,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import Segment, split_entries
+from vdgr_core.parsing.html_tree import html_soup
 from vdgr_core.parsing.toc import RESUME, build_document, entry_level
 
 _DROP = frozenset({"script", "style", "nav", "head", "title", "noscript", "template"})
@@ -57,16 +59,22 @@ _KEY_FIELDS = frozenset({"default", "syntax", "type"})
 _FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z ]{1,20}?)\s*:(.*)$", re.S)
 _TERM_TAGS = frozenset({"b", "strong", "code", "tt", "kbd", "var", "samp", "span", "a"})
 _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "tr", "br"})
+# anchored entries (:func:`_anchored_entries`): where an entry's anchor stands, and how many a page needs
+_ANCHOR_PARENTS = frozenset({"[document]", "html", "body", "div", "section", "article", "main"})
+ANCHORED_MIN = 3
+_WORDS = re.compile(r"[^\W_]+")
 
 #: names the rules HTML text is made with (html-2: list items marked and indented, table cells
 #: separated by " | "; html-3: reference entries are sections of their own; html-4: option
 #: lists in preformatted blocks are entries, a keyword line that reads as prose is none;
 #: html-5: bulleted lists of parameters are entries; html-7: a page that leaves out both
 #: </body> and </html> is parsed unless it ends inside a tag or its text; html-8: a line break
-#: between a <pre>'s highlighted spans breaks the line); part of the content rules recorded in
+#: between a <pre>'s highlighted spans breaks the line; html-9: end tags a page leaves out are
+#: implied as the HTML standard says (vdgr_core.parsing.html_tree), and a page's run of linked
+#: anchors opens entries); part of the content rules recorded in
 #: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
 #: on the next update
-PARSER_VERSION = "html-8"
+PARSER_VERSION = "html-9"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -102,8 +110,10 @@ class _Collector:
     Body parts are :class:`_Text`, :class:`_Item` and ``int`` breaks (1 line, 2 paragraph).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, anchored: "dict[int, str] | None" = None) -> None:
         self.entries: list[list] = [[0, "", []]]
+        self.anchored = anchored or {}   # id() of an anchor that opens an entry -> its title
+        self.in_anchored = False         # the open entry was opened by such an anchor
         self.lists: list[list] = []      # open lists, innermost last: [ordered, next number]
         self.cells = 0                   # open table cells: breaks inside one are spaces
         self.row_cells: list[int] = []   # cells seen so far in each open table row
@@ -126,7 +136,7 @@ class _Collector:
 
     def heading(self, level: int, title: str) -> None:
         self.entries.append([level, title, []])
-        self.section, self.in_entry = (level, title), False
+        self.section, self.in_entry, self.in_anchored = (level, title), False, False
 
     def entry(self, title: str) -> None:
         """Open a reference entry titled ``title`` in the current section."""
@@ -151,7 +161,7 @@ class _Collector:
         """Close the open entries: what follows continues the section that holds them."""
         if self.in_entry:
             self.entries.append([self.section[0], RESUME, []])
-            self.in_entry = False
+            self.in_entry = self.in_anchored = False
 
     def _pre_entries(self, segments: list[Segment]) -> None:
         """A preformatted block that lists options (a manual page's OPTIONS kept in ``<pre>``):
@@ -167,7 +177,7 @@ class _Collector:
         self.resume()
 
     def _may_open_entry(self) -> bool:
-        return not (self.cells or self.lists or self.in_definition)
+        return not (self.cells or self.lists or self.in_definition or self.in_anchored)
 
     def _entry_list(self, tag: Tag, in_pre: bool) -> None:
         """A definition list whose terms are entries: each run of ``<dt>`` (aliases, joined
@@ -269,6 +279,9 @@ class _Collector:
             if name in _HEADINGS:
                 title = _WS.sub(" ", _heading_text(child)).strip()
                 self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
+            elif name == "a" and id(child) in self.anchored:
+                self.entry(self.anchored[id(child)])     # what follows, up to the next one, is its entry
+                self.in_anchored = True
             elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
                 self._entry_list(child, in_pre)
             elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
@@ -424,7 +437,8 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
       ``Default: | ...``, ``Context: | ...`` (the term is the syntax's first word); at least
       two fields, one of them a default, a syntax or a type;
     - a short block (``<div>``, ``<p>``) whose leading bold or code term is the name of an
-      anchor it holds (``<b><a name="timeout client"></a>timeout client</b> <timeout>``).
+      anchor it holds (``<b><a name="timeout client"></a>timeout client</b> <timeout>``), or
+      is named by the empty anchor just before it (:func:`_named_by_anchor_before`).
 
     A term the section's own title already names opens no entry (a directive with a heading
     of its own).
@@ -455,7 +469,9 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
         name = _flat(lead)
         anchors = {_WS.sub(" ", str(a.get("name") or a.get("id") or "")).strip().casefold()
                    for a in tag.find_all(["a", "span"]) if a.get("name") or a.get("id")}
-        if not name or name.casefold() not in anchors or _reads_as_prose(text[len(name):]):
+        if not name or _reads_as_prose(text[len(name):]):
+            return None
+        if name.casefold() not in anchors and not _named_by_anchor_before(tag, name):
             return None
         term = text
     term = _cut_title(term)
@@ -464,12 +480,99 @@ def _entry_term(tag: Tag, section_title: str) -> "str | None":
     return term
 
 
+def _named_by_anchor_before(tag: Tag, name: str) -> bool:
+    """Whether an empty anchor just before ``tag`` names the term ``name``: each word of the
+    anchor's name is one of the term's (``<a name="default_file_permissions"></a>`` before
+    ``<p><b>SQLITE_DEFAULT_FILE_PERMISSIONS=N</b></p>``, as SQLite's option lists go)."""
+    before = _sibling_block(tag, previous=True)
+    if not _is_anchor(before):
+        return False
+    words = set(_WORDS.findall(str(before.get("name") or before.get("id")).casefold()))
+    return bool(words) and words <= set(_WORDS.findall(name.casefold()))
+
+
 def _cut_title(text: str) -> str:
     """``text`` cut at a word boundary past :data:`TITLE_MAX_CHARS` (marked with an ellipsis)."""
     if len(text) > TITLE_MAX_CHARS:
         cut = text.rfind(" ", 0, TITLE_MAX_CHARS)
         text = text[: cut if cut > TITLE_MAX_CHARS // 2 else TITLE_MAX_CHARS].rstrip(" ,;:") + " …"
     return text
+
+
+def _anchored_entries(root) -> dict[int, str]:
+    """The anchors that open reference entries, by ``id()``, with their titles.
+
+    A page may list its entries as a run of link targets with no heading of their own
+    (SQLite's ``pragma.html``: ``<a name="pragma_busy_timeout"></a>``, then the entry, each
+    linked from the page's own index). Such an anchor opens an entry titled with the text of
+    the first link to it when it stands between blocks (its parent a ``<body>``, ``<div>`` or
+    section, or a paragraph it ends: an element, not text, comes next; not a term), is empty,
+    is linked from the page, labels no heading
+    (none just before or after it) and no block that opens an entry itself (HAProxy's keyword
+    anchors stand before their term blocks); of a run of anchors, the first. A heading must hold
+    at least :data:`ANCHORED_MIN` of them (a figure's anchor here and there opens none), and
+    they must be most of the page's linked targets outside headings (a page whose entries are
+    marked otherwise keeps its own).
+    """
+    titles: dict[str, str] = {}
+    for a in root.find_all("a", href=True):
+        fragment = str(a["href"]).partition("#")[2]
+        if fragment and not titles.get(fragment):
+            titles[fragment] = _term_text(a)
+    groups: list[dict[int, str]] = [{}]    # the anchors under each heading
+    targets = 0
+    for a in root.find_all(["a", *_HEADINGS]):
+        if a.name in _HEADINGS:
+            groups.append({})
+            continue
+        key = str(a.get("name") or a.get("id") or "")
+        if not titles.get(key) or not _is_anchor(a) or _is_anchor(_sibling_block(a, previous=True)):
+            continue
+        after = _sibling_block(a, previous=False)
+        while _is_anchor(after):
+            after = _sibling_block(after, previous=False)
+        if a.parent is None or not (a.parent.name in _ANCHOR_PARENTS or a.parent.name == "p" and after is not None):
+            continue
+        if _next_to_heading(a):
+            continue
+        targets += 1
+        if after is not None and after.name in ("table", "div", "p") and _entry_term(after, "") is not None:
+            continue
+        groups[-1][id(a)] = titles[key]
+    found = {k: v for g in groups if len(g) >= ANCHORED_MIN for k, v in g.items()}
+    return found if len(found) > targets // 2 else {}
+
+
+def _sibling_block(tag: "Tag | None", previous: bool) -> "Tag | None":
+    """The element next to ``tag`` (before it with ``previous``), past blank text; None when
+    text comes first."""
+    node = tag.previous_sibling if previous else tag.next_sibling
+    while node is not None:
+        if isinstance(node, Tag):
+            return node
+        if isinstance(node, NavigableString) and not isinstance(node, _SKIP_STRINGS) and node.strip():
+            return None
+        node = node.previous_sibling if previous else node.next_sibling
+    return None
+
+
+def _next_to_heading(tag: Tag) -> bool:
+    """Whether the text nearest ``tag`` on either side is a heading's (the anchor labels it)."""
+    for near in (tag.next_elements, tag.previous_elements):
+        for node in near:
+            if isinstance(node, Tag) and node.name in _HEADINGS:
+                return True
+            if isinstance(node, NavigableString) and not isinstance(node, _SKIP_STRINGS) and node.strip():
+                if any(isinstance(p, Tag) and p.name in _HEADINGS for p in node.parents):
+                    return True
+                break
+    return False
+
+
+def _is_anchor(tag: "Tag | None") -> bool:
+    """An empty link target (``<a name="x"></a>``)."""
+    return (tag is not None and tag.name == "a" and tag.get("href") is None
+            and bool(tag.get("name") or tag.get("id")) and not _flat(tag))
 
 
 def _is_furniture(tag: Tag) -> bool:
@@ -601,12 +704,13 @@ def parse_html(text: str, fallback_title: str) -> ParsedDocument:
     """
     if _HTML_OPEN.search(text) and not _HTML_CLOSE.search(text) and (cut := cut_at(text)):
         raise DocumentError(DeadLetterReason.TRUNCATED, f"neither <html> nor <body> is closed and {cut}")
-    soup = BeautifulSoup(text, "html.parser")
+    soup = html_soup(text)
     _refuse_redirect(soup)
     title_tag = soup.find("title")
     explicit = _WS.sub(" ", title_tag.get_text(" ")).strip() if title_tag else ""
-    collector = _Collector()
-    collector.walk(_content_root(soup))
+    root = _content_root(soup)
+    collector = _Collector(_anchored_entries(root))
+    collector.walk(root)
     entries = [(lvl, t, _body(b)) for lvl, t, b in collector.entries]
     if sum(1 for lvl, _, _ in entries if lvl == 1) == 1:
         explicit = ""   # the page's own h1 names it; <title> often adds a site suffix

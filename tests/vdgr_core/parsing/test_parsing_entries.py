@@ -263,3 +263,62 @@ def test_a_bulleted_list_of_parameters_gives_each_parameter_an_entry():
 ])
 def test_other_bulleted_lists_are_no_entries(items):
     assert [p for p, _ in _sections(f"<h2>Topic</h2><ul>{items}</ul>")] == [("Topic",)]
+
+
+def _pragma(name, desc):
+    # SQLite's pragma.html: an empty linked anchor, a hidden non-standard <h>, a rule, paragraphs left open
+    return (f'<a name="pragma_{name}"></a>\n<h _id=pragma_{name} style="display:none"> PRAGMA {name}</h><hr>'
+            f"<p><b>PRAGMA {name};<br>PRAGMA {name} = </b><i>N</i><b>;</b></p><p>{desc}\n<p>More on {name}.\n")
+
+
+def test_a_run_of_linked_anchors_under_one_heading_opens_entries():
+    page = ("<html><body><h1>Pragma statements</h1><h2>List Of PRAGMAs</h2><ul>"
+            + "".join(f"<li><a href='pragma.html#pragma_{n}'>{n}</a>" for n in ("busy_timeout", "cache_size", "encoding"))
+            + "</ul>" + _pragma("busy_timeout", "Query or change the setting of the busy timeout.")
+            + _pragma("cache_size", "The default suggested cache size is -2000.")
+            + _pragma("encoding", "Set the text encoding.") + "</body></html>")
+    got = _sections(page)
+    assert [p for p, _ in got] == [("List Of PRAGMAs",), ("List Of PRAGMAs", "busy_timeout"),
+                                   ("List Of PRAGMAs", "cache_size"), ("List Of PRAGMAs", "encoding")]
+    assert got[2][1].startswith("PRAGMA cache_size\n\nPRAGMA cache_size;\nPRAGMA cache_size = N;\n\nThe default")
+    assert got[2][1].endswith("More on cache_size.") and "busy" not in got[2][1]
+
+
+@pytest.mark.parametrize("page", [
+    # two anchors under a heading: figures here and there, not a list of entries
+    "<h2>Lookup</h2><p>See <a href='#f1'>figure 1</a>, <a href='#f2'>figure 2</a>, <a href='#f3'>3</a>.</p>"
+    "<a name=f1></a><p>Figure 1: a scan.</p><a name=f2></a><p>Figure 2: a lookup.</p>"
+    "<h2>Sorting</h2><a name=f3></a><p>Figure 3: a sort.</p>",
+    # anchors not linked from the page, and anchors that label headings
+    "<h2>Options</h2><a name=a></a><p>A.</p><a name=b></a><p>B.</p><a name=c></a><p>C.</p>",
+    "<p><a href='#1'>1</a> <a href='#2'>2</a> <a href='#3'>3</a></p>"
+    "<a name=1></a><h2>One</h2><p>A.</p><a name=2></a><h2>Two</h2><p>B.</p><h2>Three</h2><a name=3></a><p>C.</p>",
+])
+def test_anchors_here_and_there_open_no_entries(page):
+    assert all(len(p) <= 1 for p, _ in _sections(f"<html><body><h1>Page</h1>{page}</body></html>"))
+
+
+def test_keyword_anchors_before_term_blocks_keep_the_term_blocks():
+    # HAProxy: a run of anchors before each keyword's own term block, all linked from the page
+    keyword = ('<a class="anchor" name="{k}"></a><a class="anchor" name="4-{k}"></a>'
+               '<div class="keyword"><b><a class="anchor" name="{k}"></a><a href="#4-{k}">{k}</a></b> <span>&lt;n&gt;</span></div>'
+               '<pre class="text">What {k} does, at some length so that it is no tiny entry of the kind grouped.</pre>')
+    links = "".join(f'<a href="#{k}">{k}</a> ' for k in ("rise", "fall", "inter"))
+    page = f"<html><body><h1>Config</h1><h2>Server options</h2><p>{links}</p>" + "".join(
+        keyword.format(k=k) for k in ("rise", "fall", "inter")) + "</body></html>"
+    assert [p for p, _ in _sections(page)] == [("Server options",), ("Server options", "rise <n>"),
+                                               ("Server options", "fall <n>"), ("Server options", "inter <n>")]
+
+
+def test_a_bold_term_paragraph_named_by_the_anchor_before_it_is_an_entry():
+    # SQLite's compile-time options: <a name>, a paragraph of one bold term, its description quoted
+    option = ('<a name="default_{a}"></a>\n<p><b>SQLITE_DEFAULT_{t}=<i>N</i></b></p><blockquote><p>\n'
+              "  The default {a} for new database files under unix, at some length so it is no tiny entry.</p></blockquote>")
+    page = ("<html><body><h1>Compile-time Options</h1><h2>Defaults</h2><p>Options that set defaults.</p>"
+            + option.format(a="file_permissions", t="FILE_PERMISSIONS") + option.format(a="cache_size", t="CACHE_SIZE")
+            + '<a name="unrelated"></a><p><b>SQLITE_OTHER</b></p><p>Not named by its anchor.</p></body></html>')
+    got = _sections(page)
+    assert [p for p, _ in got] == [("Defaults",), ("Defaults", "SQLITE_DEFAULT_FILE_PERMISSIONS=N"),
+                                   ("Defaults", "SQLITE_DEFAULT_CACHE_SIZE=N")]
+    assert got[1][1].startswith("SQLITE_DEFAULT_FILE_PERMISSIONS=N\n\nThe default file_permissions")
+    assert "SQLITE_OTHER" in got[2][1]
