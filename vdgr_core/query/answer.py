@@ -144,6 +144,13 @@ def is_definition(ev: Evidence) -> bool:
     return term_line or bool(_FIELD_HEAD.match(first)) or bool(_IDENTIFIER_TITLE.match(title))
 
 
+def _names(line: str, title: str) -> bool:
+    """Whether an entry's first line is its term line: it opens with the title, or ends with it
+    after a keyword (``PRAGMA cache_size`` under the title ``cache_size``)."""
+    line, title = line.casefold(), title.casefold()
+    return line.startswith(title) or (line.endswith(" " + title) and len(line) <= len(title) + 20)
+
+
 def _head(ev: Evidence, units: Sequence[Unit]) -> tuple[str, int]:
     """An entry's defining lines, and the position of the last unit they hold (-1: none).
 
@@ -152,7 +159,7 @@ def _head(ev: Evidence, units: Sequence[Unit]) -> tuple[str, int]:
     fit :data:`HEAD_MAX_CHARS`, then that first sentence.
     """
     first, title = _first_line(ev.text), " ".join(ev.title.split())
-    term = first if first.casefold().startswith(title.casefold()) and len(first) <= len(title) + 20 else title
+    term = first if _names(first, title) and len(first) <= len(title) + 20 else title
     sentence = next((u for u in units if u.kind == "sentence" and not _FIELD_LINE.match(u.text)), None)
     if sentence is None:
         return term, -1
@@ -171,7 +178,7 @@ def _whole(ev: Evidence) -> str:
     """A short entry as an answer quotes it: its lines, wrapped lines joined."""
     first, title = _first_line(ev.text), " ".join(ev.title.split())
     lines = [ln.strip() for ln in ev.text.splitlines() if ln.strip()]
-    if not first.casefold().startswith(title.casefold()):
+    if not _names(first, title):
         lines.insert(0, title)
     return "\n".join(lines)
 

@@ -129,6 +129,14 @@ def test_a_short_entry_is_quoted_whole():
     assert answer == text + " [1]"
 
 
+def test_an_entry_whose_term_line_ends_with_its_title_is_quoted_without_the_title_again():
+    # SQLite's pragma entries: titled "busy_timeout", their term line "PRAGMA busy_timeout"
+    text = ("PRAGMA busy_timeout\n\nPRAGMA busy_timeout;\nPRAGMA busy_timeout = milliseconds;\n\n"
+            "Query or change the setting of the busy timeout.")
+    answer = extractive_answer("What does the busy_timeout pragma change?", [ev(text, title="busy_timeout")])
+    assert answer.startswith("PRAGMA busy_timeout\n") and not answer.startswith("busy_timeout")
+
+
 def test_prose_sections_are_not_entries():
     from vdgr_core.query.answer import is_definition
 
