@@ -507,9 +507,9 @@ def _anchored_entries(root) -> dict[int, str]:
     linked from the page's own index). Such an anchor opens an entry titled with the text of
     the first link to it when it stands between blocks (its parent a ``<body>``, ``<div>`` or
     section, or a paragraph it ends: an element, not text, comes next; not a term), is empty,
-    is linked from the page, labels no heading
-    (none just before or after it) and no block that opens an entry itself (HAProxy's keyword
-    anchors stand before their term blocks); of a run of anchors, the first. A heading must hold
+    is linked from the page, labels no heading (none just before or after it) and no block
+    that opens an entry itself (HAProxy's keyword anchors stand before their term blocks); of
+    a run of anchors, the first. A heading must hold
     at least :data:`ANCHORED_MIN` of them (a figure's anchor here and there opens none), and
     they must be most of the page's linked targets outside headings (a page whose entries are
     marked otherwise keeps its own).
