@@ -61,6 +61,7 @@ _TERM_TAGS = frozenset({"b", "strong", "code", "tt", "kbd", "var", "samp", "span
 _BLOCK_TAGS = _PARA | _LINE | frozenset(_HEADINGS) | _CELL | frozenset({"li", "tr", "br"})
 # anchored entries (:func:`_anchored_entries`): where an entry's anchor stands, and how many a page needs
 _ANCHOR_PARENTS = frozenset({"[document]", "html", "body", "div", "section", "article", "main"})
+_ANCHOR_ENCLOSERS = frozenset({"li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th"})
 ANCHORED_MIN = 3
 _WORDS = re.compile(r"[^\W_]+")
 
@@ -71,10 +72,10 @@ _WORDS = re.compile(r"[^\W_]+")
 #: </body> and </html> is parsed unless it ends inside a tag or its text; html-8: a line break
 #: between a <pre>'s highlighted spans breaks the line; html-9: end tags a page leaves out are
 #: implied as the HTML standard says (vdgr_core.parsing.html_tree), and a page's run of linked
-#: anchors opens entries); part of the content rules recorded in
-#: the manifest (vdgr_core.safety.content_rules), so a change re-parses every HTML document
-#: on the next update
-PARSER_VERSION = "html-9"
+#: anchors opens entries; html-10: an anchor inside a list or a table opens none); part of the
+#: content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
+#: re-parses every HTML document
+PARSER_VERSION = "html-10"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -181,18 +182,24 @@ class _Collector:
 
     def _entry_list(self, tag: Tag, in_pre: bool) -> None:
         """A definition list whose terms are entries: each run of ``<dt>`` (aliases, joined
-        with ", ") and the ``<dd>`` after it is one entry, its term lines first."""
+        with ", ") and the ``<dd>`` after it is one entry, its term lines first. What else the
+        list holds (a paragraph, or the rest of a page that never closes the list, as a
+        browser reads it) is read in its place."""
         self.resume()
-        for terms, defs in _dl_groups(tag):
-            self.entry(", ".join(_term_text(t) for t in terms))
-            for node in terms + defs:
-                self.in_definition += node.name == "dd"
-                try:
-                    self.brk(1)
-                    self.walk(node, in_pre)
-                    self.brk(1)
-                finally:
-                    self.in_definition -= node.name == "dd"
+        opens = {id(terms[0]): ", ".join(_term_text(t) for t in terms) for terms, _ in _dl_groups(tag)}
+        for node in _dl_children(tag):
+            if not (isinstance(node, Tag) and node.name in ("dt", "dd")):
+                self.visit(node, in_pre)
+                continue
+            if id(node) in opens:
+                self.entry(opens[id(node)])
+            self.in_definition += node.name == "dd"
+            try:
+                self.brk(1)
+                self.walk(node, in_pre)
+                self.brk(1)
+            finally:
+                self.in_definition -= node.name == "dd"
         self.resume()
 
     def _term_list(self, tag: Tag, terms: list[str], in_pre: bool) -> None:
@@ -261,69 +268,79 @@ class _Collector:
 
     def walk(self, node: Tag, in_pre: bool = False) -> None:
         for child in node.children:
-            if isinstance(child, NavigableString):
-                if isinstance(child, _SKIP_STRINGS):
-                    continue
-                s = str(child)
-                if in_pre and not s.strip() and "\n" in s:
-                    # a line break between highlighted spans (``</span>\n<span>``): a new line
-                    self.brk(2 if s.count("\n") > 1 else 1)
-                    continue
-                self.text(s if in_pre else _WS.sub(" ", s))
-                continue
-            if not isinstance(child, Tag):
-                continue
-            name = (child.name or "").lower()
-            if name in _DROP or _is_furniture(child):
-                continue
-            if name in _HEADINGS:
-                title = _WS.sub(" ", _heading_text(child)).strip()
-                self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
-            elif name == "a" and id(child) in self.anchored:
-                self.entry(self.anchored[id(child)])     # what follows, up to the next one, is its entry
-                self.in_anchored = True
-            elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
-                self._entry_list(child, in_pre)
-            elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
-                self._pre_entries(segments)
-            elif name == "ul" and self._may_open_entry() and (terms := _list_terms(child)) is not None:
-                self._term_list(child, terms, in_pre)
-            elif (name in ("table", "div", "p") and self._may_open_entry()
-                  and (term := _entry_term(child, self.section[1])) is not None):
-                self.term_block(term, child, in_pre)
-            elif name == "br":
-                self.brk(1)
-            elif name in _LISTS and not self.cells:
-                self._list(child, name == "ol", in_pre)
-            elif name == "li":
-                self._item(child, in_pre)
-            elif name == _ROW and not self.cells:
-                self._row(child, in_pre)
-            elif name in _CELL:
-                self._cell(child, in_pre)
-            elif name in _PARA:
-                self.brk(2)
-                self.walk(child, in_pre or name == "pre")
-                self.brk(2)
-            elif name in _LINE:
-                self.brk(1)
-                self.walk(child, in_pre)
-                self.brk(1)
-            else:
-                self.walk(child, in_pre)
+            self.visit(child, in_pre)
+
+    def visit(self, child, in_pre: bool = False) -> None:
+        """Add one node of the tree (an element with what it holds, or text) to the entries."""
+        if isinstance(child, NavigableString):
+            if isinstance(child, _SKIP_STRINGS):
+                return
+            s = str(child)
+            if in_pre and not s.strip() and "\n" in s:
+                # a line break between highlighted spans (``</span>\n<span>``): a new line
+                self.brk(2 if s.count("\n") > 1 else 1)
+                return
+            self.text(s if in_pre else _WS.sub(" ", s))
+            return
+        if not isinstance(child, Tag):
+            return
+        name = (child.name or "").lower()
+        if name in _DROP or _is_furniture(child):
+            return
+        if name in _HEADINGS:
+            title = _WS.sub(" ", _heading_text(child)).strip()
+            self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
+        elif name == "a" and id(child) in self.anchored:
+            self.entry(self.anchored[id(child)])     # what follows, up to the next one, is its entry
+            self.in_anchored = True
+        elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
+            self._entry_list(child, in_pre)
+        elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
+            self._pre_entries(segments)
+        elif name == "ul" and self._may_open_entry() and (terms := _list_terms(child)) is not None:
+            self._term_list(child, terms, in_pre)
+        elif (name in ("table", "div", "p") and self._may_open_entry()
+              and (term := _entry_term(child, self.section[1])) is not None):
+            self.term_block(term, child, in_pre)
+        elif name == "br":
+            self.brk(1)
+        elif name in _LISTS and not self.cells:
+            self._list(child, name == "ol", in_pre)
+        elif name == "li":
+            self._item(child, in_pre)
+        elif name == _ROW and not self.cells:
+            self._row(child, in_pre)
+        elif name in _CELL:
+            self._cell(child, in_pre)
+        elif name in _PARA:
+            self.brk(2)
+            self.walk(child, in_pre or name == "pre")
+            self.brk(2)
+        elif name in _LINE:
+            self.brk(1)
+            self.walk(child, in_pre)
+            self.brk(1)
+        else:
+            self.walk(child, in_pre)
+
+
+def _dl_children(dl: Tag) -> list:
+    """A ``<dl>``'s children in order, with the children of its wrapper ``<div>``s (those
+    holding ``<dt>`` or ``<dd>``, as HTML allows) in place of the wrappers."""
+    out = []
+    for child in dl.children:
+        if isinstance(child, Tag) and child.name == "div" and child.find(["dt", "dd"], recursive=False) is not None:
+            out.extend(child.children)
+        else:
+            out.append(child)
+    return out
 
 
 def _dl_groups(dl: Tag) -> list[tuple[list[Tag], list[Tag]]]:
     """The (terms, definitions) runs of a ``<dl>``'s own ``<dt>``/``<dd>`` children (looking
-    through wrapper ``<div>``s, as HTML allows)."""
+    through wrapper ``<div>``s)."""
     groups: list[tuple[list[Tag], list[Tag]]] = []
-    items = []
-    for child in dl.children:
-        if isinstance(child, Tag):
-            if child.name == "div" and child.find(["dt", "dd"], recursive=False) is not None:
-                items.extend(c for c in child.children if isinstance(c, Tag) and c.name in ("dt", "dd"))
-            elif child.name in ("dt", "dd"):
-                items.append(child)
+    items = [c for c in _dl_children(dl) if isinstance(c, Tag) and c.name in ("dt", "dd")]
     for item in items:
         if item.name == "dt":
             if not groups or groups[-1][1]:
@@ -509,7 +526,8 @@ def _anchored_entries(root) -> dict[int, str]:
     section, or a paragraph it ends: an element, not text, comes next; not a term), is empty,
     is linked from the page, labels no heading (none just before or after it) and no block
     that opens an entry itself (HAProxy's keyword anchors stand before their term blocks); of
-    a run of anchors, the first. A heading must hold
+    a run of anchors, the first. An anchor inside a list or a table opens none (it would split
+    the list or the row) but counts among the page's targets. A heading must hold
     at least :data:`ANCHORED_MIN` of them (a figure's anchor here and there opens none), and
     they must be most of the page's linked targets outside headings (a page whose entries are
     marked otherwise keeps its own).
@@ -536,6 +554,8 @@ def _anchored_entries(root) -> dict[int, str]:
         if _next_to_heading(a):
             continue
         targets += 1
+        if any(p.name in _ANCHOR_ENCLOSERS for p in a.parents):
+            continue   # inside a list or table: an entry would split it (no entry rule opens there)
         if after is not None and after.name in ("table", "div", "p") and _entry_term(after, "") is not None:
             continue
         groups[-1][id(a)] = titles[key]

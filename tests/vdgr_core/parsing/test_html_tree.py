@@ -41,3 +41,18 @@ def test_unclosed_definition_terms_are_entries():
     assert [p for p, _ in got] == [(), ("SQLITE_CONFIG_SINGLETHREAD",), ("SQLITE_CONFIG_MALLOC",)]
     assert got[2][1].startswith("SQLITE_CONFIG_MALLOC\n\nTakes a pointer")
     assert got[2][1].endswith("\n\nA second paragraph.") and "no arguments" not in got[2][1]
+
+
+def test_a_definition_list_left_open_keeps_the_rest_of_the_page():
+    # SQLite's capi3ref.html: one <dl> is never closed, so a browser puts the rest of the page
+    # (headings, paragraphs, an anchor between terms) inside it, beside its <dt>s and <dd>s
+    page = ("<html><body><h1>C API</h1><h2>Transaction states</h2><p><dl><a name='none'></a>"
+            f"<dt>SQLITE_TXN_NONE</dt><dd>No transaction is pending. {LONG}</dd>"
+            f"<dt>SQLITE_TXN_READ</dt><dd>A read transaction. {LONG}</dd><p>See also the list of constants."
+            f"<hr><h2>Online backup</h2><p>The function sqlite3_backup_finish() releases every resource. {LONG}"
+            "</body></html>")
+    got = [(s.heading_path, s.text) for s in parse_document(page, "html", "fb").sections]
+    assert [p for p, _ in got] == [("Transaction states",), ("Transaction states", "SQLITE_TXN_NONE"),
+                                   ("Transaction states", "SQLITE_TXN_READ"), ("Online backup",)]
+    assert got[2][1].endswith("\n\nSee also the list of constants.")
+    assert got[3][1].startswith("The function sqlite3_backup_finish() releases every resource.")

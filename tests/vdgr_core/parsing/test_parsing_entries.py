@@ -298,6 +298,16 @@ def test_anchors_here_and_there_open_no_entries(page):
     assert all(len(p) <= 1 for p, _ in _sections(f"<html><body><h1>Page</h1>{page}</body></html>"))
 
 
+def test_linked_anchors_inside_a_list_open_no_entries_and_keep_the_list_whole():
+    # SQLite's capi3ref.html: linked anchors in paragraphs inside the items of a list
+    items = "".join(f"<li><p><a name='{n}'></a>\n<b>{n}()</b></p><p>Step {i}: call {n}() here.</p></li>"
+                    for i, n in enumerate(("backup_init", "backup_step", "backup_finish"), 1))
+    links = " ".join(f"<a href='#{n}'>{n}</a>" for n in ("backup_init", "backup_step", "backup_finish"))
+    got = _sections(f"<html><body><h1>Backup</h1><h2>Online backup</h2><p>{links}</p><ol>{items}</ol></body></html>")
+    assert [p for p, _ in got] == [("Online backup",)]
+    assert "backup_init()\n\n  Step 1: call backup_init() here.\n\n2. backup_step()" in got[0][1]
+
+
 def test_keyword_anchors_before_term_blocks_keep_the_term_blocks():
     # HAProxy: a run of anchors before each keyword's own term block, all linked from the page
     keyword = ('<a class="anchor" name="{k}"></a><a class="anchor" name="4-{k}"></a>'
