@@ -37,7 +37,12 @@ _WS = re.compile(r"\s+")
 # and permalink anchors.
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary"})
 _DROP_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related", "navheader", "navfooter",
-                           "breadcrumbs", "breadcrumb", "toc-backref", "md-sidebar", "skip-link"})
+                           "breadcrumbs", "breadcrumb", "toc-backref", "md-sidebar", "skip-link",
+                           "nav", "navbar"})
+# boxes set apart from the text (DocBook's <div class="note"><h3 class="title">Note</h3>): their
+# heading is the box's label, not a section the text after the box belongs to
+_ADMONITIONS = frozenset({"note", "tip", "hint", "warning", "caution", "important", "attention",
+                          "danger", "admonition", "notice", "sidebar"})
 _PERMALINK = re.compile(r"\s*[¶§#🔗]+\s*$")
 _HTML_OPEN = re.compile(r"<html[\s>]", re.I)
 _HTML_CLOSE = re.compile(r"</(?:html|body)\s*>", re.I)
@@ -72,10 +77,12 @@ _WORDS = re.compile(r"[^\W_]+")
 #: </body> and </html> is parsed unless it ends inside a tag or its text; html-8: a line break
 #: between a <pre>'s highlighted spans breaks the line; html-9: end tags a page leaves out are
 #: implied as the HTML standard says (vdgr_core.parsing.html_tree), and a page's run of linked
-#: anchors opens entries; html-10: an anchor inside a list or a table opens none); part of the
-#: content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
+#: anchors opens entries; html-10: an anchor inside a list or a table opens none, an entry
+#: list keeps what it holds besides its terms; html-11: a term's forms on lines of their own
+#: are joined with ", ", a note box's heading is its label, class "nav" is furniture); part of
+#: the content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
 #: re-parses every HTML document
-PARSER_VERSION = "html-10"
+PARSER_VERSION = "html-11"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -287,7 +294,11 @@ class _Collector:
         name = (child.name or "").lower()
         if name in _DROP or _is_furniture(child):
             return
-        if name in _HEADINGS:
+        if name in _HEADINGS and _in_admonition(child):
+            self.brk(2)                          # a box's label ("Note"): a line of its text
+            self.walk(child, in_pre)
+            self.brk(1)
+        elif name in _HEADINGS:
             title = _WS.sub(" ", _heading_text(child)).strip()
             self.heading(_HEADINGS[name], _PERMALINK.sub("", title))
         elif name == "a" and id(child) in self.anchored:
@@ -366,9 +377,27 @@ def _flat(tag: Tag) -> str:
 
 
 def _term_text(tag: Tag) -> str:
-    """A term's text on one line, as it reads (``AUTO_CD (-J)``), cut at a word boundary past
-    :data:`TITLE_MAX_CHARS`."""
-    return _cut_title(_PERMALINK.sub("", _flat(tag)))
+    """A term's text on one line, as it reads (``AUTO_CD (-J)``), its forms on lines of their
+    own joined with ", " (``<dt>-c<br>--clean</dt>``: ``-c, --clean``), cut at a word boundary
+    past :data:`TITLE_MAX_CHARS`."""
+    forms, current = [], []
+    for node in tag.descendants:
+        if isinstance(node, Tag):
+            if node.name == "br":
+                forms.append("".join(current))
+                current = []
+        elif isinstance(node, NavigableString) and not isinstance(node, _SKIP_STRINGS) and not any(
+                isinstance(p, Tag) and (p.name in _DROP or _is_furniture(p)) for p in node.parents if p is not tag):
+            current.append(str(node))
+    forms.append("".join(current))
+    return _cut_title(_PERMALINK.sub("", ", ".join(f for f in (_WS.sub(" ", x).strip() for x in forms) if f)))
+
+
+def _in_admonition(tag: Tag) -> bool:
+    """Whether ``tag`` stands inside a box set apart from the text (:data:`_ADMONITIONS`)."""
+    return any(isinstance(p, Tag) and p.name in ("div", "aside", "section")
+               and not _ADMONITIONS.isdisjoint(str(c).lower() for c in (p.get("class") or ()))
+               for p in tag.parents)
 
 
 def _option_list(pre: Tag) -> "list[Segment] | None":

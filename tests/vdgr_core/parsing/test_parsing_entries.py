@@ -332,3 +332,35 @@ def test_a_bold_term_paragraph_named_by_the_anchor_before_it_is_an_entry():
                                    ("Defaults", "SQLITE_DEFAULT_CACHE_SIZE=N")]
     assert got[1][1].startswith("SQLITE_DEFAULT_FILE_PERMISSIONS=N\n\nThe default file_permissions")
     assert "SQLITE_OTHER" in got[2][1]
+
+
+def test_term_forms_on_lines_of_their_own_are_joined_with_commas():
+    # DocBook (PostgreSQL's pg_dump): <dt><code>-c</code><br><code>--clean</code></dt>
+    page = ('<h2>Options</h2><div class="variablelist"><dl class="variablelist">'
+            '<dt><span class="term"><code class="option">-c</code><br><code class="option">--clean</code></span></dt>'
+            '<dd><p>Output commands to DROP all the dumped database objects.</p></dd>'
+            '<dt><span class="term"><code class="option">-a</code><br><code class="option">--data-only</code></span></dt>'
+            '<dd><p>Dump only the data, not the schema.</p></dd></dl></div>')
+    got = _sections(page)
+    assert [p for p, _ in got] == [("Options",), ("Options", "-c, --clean"), ("Options", "-a, --data-only")]
+    assert got[1][1].startswith("-c\n--clean\n")
+
+
+def test_a_note_box_heading_labels_the_box_and_opens_no_section():
+    # DocBook: <div class="note"><h3 class="title">Note</h3>...</div> between two lists of entries
+    entry = '<dt>{t}</dt><dd><p>What {t} does. ' + "It is described at some length for the reader. " * 3 + '</p></dd>'
+    page = ('<h2>Options</h2><dl>' + entry.format(t="--data-only") + entry.format(t="--schema") + '</dl>'
+            '<div class="note"><h3 class="title">Note</h3><p>When -n is given, nothing else is dumped.</p></div>'
+            '<dl>' + entry.format(t="--table") + entry.format(t="--jobs") + '</dl>')
+    got = _sections(page)
+    assert [p for p, _ in got] == [("Options",), ("Options", "--data-only"), ("Options", "--schema"), ("Options",),
+                                   ("Options", "--table"), ("Options", "--jobs")]
+    assert got[3][1] == "Note\n\nWhen -n is given, nothing else is dumped."
+
+
+def test_a_navigation_bar_marked_by_its_class_is_page_furniture():
+    # Exim's chapters: <ul id="nav_flow" class="nav"> of site links above every chapter
+    page = ('<h1>30. The smtp transport</h1><ul class="nav"><li><a href="/">Home</a></li>'
+            '<li><a href="/sec">Security</a></li></ul><p>The smtp transport delivers messages over TCP/IP.</p>')
+    got = _sections(page)
+    assert "Security" not in " ".join(t for _, t in got) and "delivers messages" in got[0][1]
