@@ -153,12 +153,14 @@ class QueryStages:
 
     def _copy_key(self, h) -> tuple:
         """What two copies of one section share: domain, version, title, chunk count and the text
-        of the first and last chunks (the copies met are whole sections repeated, not edits).
-        The same text in two versions of a product is no copy: an answer quotes each version."""
+        of the first chunk (the copies met are whole sections repeated, one perhaps with a closing
+        line of its page: SQLite's C reference prints each interface on its own page, "See also"
+        under it, and again on one page). The same text in two versions of a product is no copy:
+        an answer quotes each version."""
         c = self.view.contents
         rows = self.view.sections.rows[h.section]
-        ends = (rows[0], rows[-1]) if len(rows) else (h.row, h.row)
-        return (c.domain[h.row], c.version[h.row], c.title[h.row], len(rows), *(" ".join(c.text[r].split()) for r in ends))
+        first = rows[0] if len(rows) else h.row
+        return (c.domain[h.row], c.version[h.row], c.title[h.row], len(rows), " ".join(c.text[first].split()))
 
     def _unit_title(self, h) -> str:
         """The title of a hit's section as a unit a question can name: "" for the text before a

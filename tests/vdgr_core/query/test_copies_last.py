@@ -49,3 +49,20 @@ def test_the_same_entry_in_two_manual_pages_is_shown_once(git_index, copies):
         assert len(signed) == 1 and any(p[-1] != "--verify-signatures" for p in paths)
     else:       # the baseline this guards against: both copies take the two places
         assert len(signed) == 2
+
+
+CLOSING = (
+    Doc("Git", "Manual", "2.39", "git-merge", (("--verify-signatures", (SIGNED, "See also: git-pull(1).")),
+                                               ("--squash", ("Produce the working tree as if a real merge happened.",)))),
+    Doc("Git", "Manual", "2.39", "git-pull", (("--verify-signatures", (SIGNED, "See also: git-merge(1).")),
+                                              ("--rebase", ("Rebase the current branch on top of the upstream branch.",)))),
+    DOCS[2],
+)
+
+
+def test_copies_that_differ_in_a_closing_line_are_shown_once(tmp_path):
+    # SQLite prints each C interface on a page of its own, with a "See also" line under it, and
+    # again on one page of all of them: the same section, a different last chunk
+    kb = KnowledgeBase.open(build_tiny_index(str(tmp_path), CLOSING, {"Git": "Git manual pages"}), config(k=2))
+    paths = [tuple(e.path[-2:]) for e in kb.query("verify that the tip commit of the side branch is signed").evidence]
+    assert len(paths) == 2 and sum(p[-1] == "--verify-signatures" for p in paths) == 1
