@@ -79,10 +79,11 @@ _WORDS = re.compile(r"[^\W_]+")
 #: implied as the HTML standard says (vdgr_core.parsing.html_tree), and a page's run of linked
 #: anchors opens entries; html-10: an anchor inside a list or a table opens none, an entry
 #: list keeps what it holds besides its terms; html-11: a term's forms on lines of their own
-#: are joined with ", ", a note box's heading is its label, class "nav" is furniture); part of
-#: the content rules recorded in the manifest (vdgr_core.safety.content_rules), so a change
-#: re-parses every HTML document
-PARSER_VERSION = "html-11"
+#: are joined with ", ", a note box's heading is its label, class "nav" is furniture; html-12:
+#: a table of contents in a definition list opens no entries); part of the content rules
+#: recorded in the manifest (vdgr_core.safety.content_rules), so a change re-parses every
+#: HTML document
+PARSER_VERSION = "html-12"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -456,14 +457,36 @@ def _reads_as_prose(syntax: str) -> bool:
 def _is_entry_list(dl: Tag) -> bool:
     """Whether a ``<dl>`` lists reference entries: every term short and not a field label
     (``Parameters:``), and two entries or more, or one term that is an anchor (``<dt id>``, a
-    documentation generator's object description)."""
+    documentation generator's object description). A table of contents is none: every term a
+    link and nothing else, every definition only the lists nested under it (DocBook's and
+    AsciiDoc's ``<dl class="toc">``)."""
     groups = _dl_groups(dl)
     if not groups or not any(defs for _, defs in groups):
+        return False
+    if all(_link_only(t) for ts, _ in groups for t in ts) and all(_lists_only(d) for _, ds in groups for d in ds):
         return False
     terms = [_flat(t) for ts, _ in groups for t in ts]
     if not all(0 < len(t) <= _TERM_MAX_CHARS for t in terms) or all(t.endswith(":") for t in terms):
         return False
     return len(groups) >= 2 or any(t.get("id") for ts, _ in groups for t in ts)
+
+
+def _link_only(term: Tag) -> bool:
+    """Whether ``term``'s text is the text of the links it holds and nothing more."""
+    text = _flat(term)
+    return bool(text) and text == " ".join(_flat(a) for a in term.find_all("a", href=True)).strip()
+
+
+def _lists_only(tag: Tag) -> bool:
+    """Whether ``tag`` holds no text of its own outside the lists nested in it."""
+    def nested(t) -> bool:
+        for p in t.parents:
+            if p is tag:
+                return False
+            if p.name in ("dl", "ul", "ol"):
+                return True
+        return False
+    return all(nested(t) for t in tag.find_all(string=True) if t.strip() and not isinstance(t, _SKIP_STRINGS))
 
 
 def _fields(cells: list[str]) -> dict[str, str]:

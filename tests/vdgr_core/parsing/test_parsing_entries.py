@@ -364,3 +364,17 @@ def test_a_navigation_bar_marked_by_its_class_is_page_furniture():
             '<li><a href="/sec">Security</a></li></ul><p>The smtp transport delivers messages over TCP/IP.</p>')
     got = _sections(page)
     assert "Security" not in " ".join(t for _, t in got) and "delivers messages" in got[0][1]
+
+
+def test_a_table_of_contents_in_a_definition_list_opens_no_entries():
+    # DocBook and AsciiDoc: <div class="toc"><dl class="toc"><dt><a>1. Chapter</a></dt><dd><dl>...</dl></dd>
+    toc = ('<dl class="toc"><dt><span><a href="#intro">Introduction</a></span></dt>'
+           '<dt><span><a href="#branches">1. Repositories and Branches</a></span></dt>'
+           '<dd><dl><dt><a href="#get">How to get a Git repository</a></dt></dl></dd>'
+           '<dt><span><a href="#history">2. Exploring Git history</a></span></dt></dl>')
+    got = _sections(f"<h1>Git User Manual</h1><div class='toc'><p>Table of Contents</p>{toc}</div>")
+    assert [p for p, _ in got] == [()] and "1. Repositories and Branches\n\nHow to get a Git repository" in got[0][1]
+    # a list of links, each with a sentence about it, is a list of entries
+    commands = ('<dl><dt><a href="git-add.html">git-add(1)</a></dt><dd><p>Add file contents to the index.</p></dd>'
+                '<dt><a href="git-am.html">git-am(1)</a></dt><dd><p>Apply a series of patches from a mailbox.</p></dd></dl>')
+    assert [p for p, _ in _sections(f"<h2>Main commands</h2>{commands}")][1:] == [("Main commands", "git-add(1)"), ("Main commands", "git-am(1)")]
