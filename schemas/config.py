@@ -348,8 +348,9 @@ class RetrieveSettings:
         Within each document, the sections whose title the question names come first
         (:mod:`vdgr_core.query.named`).
     copies_last : bool
-        A section that repeats an earlier one of the same domain and version (same title, same
-        text: a manual page that includes another's options) goes behind the first ``k``
+        A section that repeats an earlier one of the same domain and version (same title, chunk
+        count and first chunk: a manual page that includes another's options, perhaps with
+        another closing line) goes behind the first ``k``
         (:func:`vdgr_core.query.fusion.copies_last`).
     recall_tail : bool
         The first half of ``k`` as fused, the other places to each single retriever's (BM25,
