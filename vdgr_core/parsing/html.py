@@ -363,13 +363,17 @@ def _dl_groups(dl: Tag) -> list[tuple[list[Tag], list[Tag]]]:
     return [g for g in groups if g[0]]
 
 
+def _visible(t: NavigableString, tag: Tag) -> bool:
+    """Whether string ``t`` of ``tag`` is shown: no comment or declaration, not in dropped
+    elements or page furniture."""
+    return not isinstance(t, _SKIP_STRINGS) and not any(
+        isinstance(p, Tag) and (p.name in _DROP or _is_furniture(p)) for p in t.parents if p is not tag)
+
+
 def _visible_strings(tag: Tag):
     for t in tag.find_all(string=True):
-        if isinstance(t, _SKIP_STRINGS):
-            continue
-        if any(isinstance(p, Tag) and (p.name in _DROP or _is_furniture(p)) for p in t.parents if p is not tag):
-            continue
-        yield str(t)
+        if _visible(t, tag):
+            yield str(t)
 
 
 def _flat(tag: Tag) -> str:
@@ -387,8 +391,7 @@ def _term_text(tag: Tag) -> str:
             if node.name == "br":
                 forms.append("".join(current))
                 current = []
-        elif isinstance(node, NavigableString) and not isinstance(node, _SKIP_STRINGS) and not any(
-                isinstance(p, Tag) and (p.name in _DROP or _is_furniture(p)) for p in node.parents if p is not tag):
+        elif isinstance(node, NavigableString) and _visible(node, tag):
             current.append(str(node))
     forms.append("".join(current))
     return _cut_title(_PERMALINK.sub("", ", ".join(f for f in (_WS.sub(" ", x).strip() for x in forms) if f)))
