@@ -10,22 +10,78 @@ if TYPE_CHECKING:          # Beam is imported by the functions that need it: run
 DEFAULT_RUNNER = "FnApiRunner"
 
 
+#: how long a driver watches a portable runner's job (``--job_server_timeout`` when not given):
+#: Beam puts that flag's deadline (300 s by default) on the job's state and message streams
+#: too, so a job running longer fails in the driver with ``DEADLINE_EXCEEDED`` while it goes
+#: on on the cluster (a 100k-chunk build on one worker pool here took over 300 s). 30 days.
+JOB_WATCH_S = 30 * 24 * 3600
+#: how long :func:`check_job_endpoint` waits for a job service to answer
+JOB_CONNECT_S = 60
+#: runners that run the pipeline without a job service
+_NO_JOB_SERVICE = ("FnApiRunner", "DirectRunner", "DataflowRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+
+
+def _has_flag(args: Sequence[str], name: str) -> bool:
+    return any(a == name or a.startswith(name + "=") for a in args)
+
+
+def uses_job_service(beam_args: Sequence[str]) -> bool:
+    """True when the runner ``beam_args`` name submits the job to a job service (PortableRunner,
+    FlinkRunner, SparkRunner, PrismRunner: Beam's portable runners)."""
+    return _flag(beam_args, "--runner", DEFAULT_RUNNER) not in _NO_JOB_SERVICE
+
+
 def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     """Parse standard Beam flags; add ``--runner=FnApiRunner`` when no runner is named.
 
     Plain DirectRunner first tries to download the Prism binary, which fails offline. Every
     worker imports :mod:`pipelines.s3_clients` (``--beam_plugins``): one S3 client per process
-    for Beam's S3 filesystem instead of one per call.
+    for Beam's S3 filesystem instead of one per call. A runner with a job service is watched
+    for :data:`JOB_WATCH_S` unless ``--job_server_timeout`` is given (Beam's 300 s would end
+    the driver of any longer job; :func:`check_job_endpoint` keeps a wrong ``--job_endpoint``
+    from waiting that long).
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines import s3_clients
 
     args = list(beam_args)
-    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
+    if not _has_flag(args, "--runner"):
         args.append(f"--runner={DEFAULT_RUNNER}")
+    if uses_job_service(args) and not _has_flag(args, "--job_server_timeout"):
+        args.append(f"--job_server_timeout={JOB_WATCH_S}")
     args.append(f"--beam_plugins={s3_clients.PLUGIN}")
     return PipelineOptions(args)
+
+
+def check_job_endpoint(options: PipelineOptions, timeout_s: float | None = None) -> None:
+    """Raise :class:`~schemas.errors.RunnerUnavailableError` when ``options`` name a
+    ``--job_endpoint`` that no job service answers at within ``timeout_s`` (default
+    :data:`JOB_CONNECT_S`; Beam would wait for it as long as ``--job_server_timeout``). Nothing
+    to check without a job endpoint, for Beam's in-process one (``embed``), or when the job
+    server timeout is the caller's own, not :data:`JOB_WATCH_S`."""
+    from apache_beam.options.pipeline_options import PortableOptions, StandardOptions
+
+    portable = options.view_as(PortableOptions)
+    endpoint = portable.job_endpoint
+    if (not endpoint or endpoint.startswith("embed") or portable.job_server_timeout != JOB_WATCH_S
+            or (options.view_as(StandardOptions).runner or DEFAULT_RUNNER) in _NO_JOB_SERVICE):
+        return
+    import grpc
+
+    from schemas.errors import RunnerUnavailableError
+
+    channel = grpc.insecure_channel(endpoint)
+    try:
+        timeout_s = JOB_CONNECT_S if timeout_s is None else timeout_s
+        grpc.channel_ready_future(channel).result(timeout=timeout_s)
+    except grpc.FutureTimeoutError:
+        raise RunnerUnavailableError(
+            f"no job service answered at --job_endpoint={endpoint} within {timeout_s:g} s; no job ran and "
+            "nothing was committed (start the job service, or give --job_server_timeout=SECONDS to wait "
+            "longer; docs/RUNNERS.md)") from None
+    finally:
+        channel.close()
 
 
 def use_filesystem_options(beam_args: Sequence[str] = ()) -> PipelineOptions:

@@ -15,8 +15,8 @@ from apache_beam.options.pipeline_options import DirectOptions
 from pipelines.build import build_pipeline, chunk_texts
 from pipelines.local_workers import local_worker_run
 from pipelines.metrics import beam_counter
-from pipelines.options import (auto_runner_args, local_worker_processes, names_runner, pipeline_options,
-                               runs_in_this_process, use_filesystem_options)
+from pipelines.options import (auto_runner_args, check_job_endpoint, local_worker_processes, names_runner,
+                               pipeline_options, runs_in_this_process, use_filesystem_options)
 from pipelines.staging import Staging
 from schemas import tables as T
 from schemas.config import BuildConfig, EmbeddingConfig, EmbedSettings, ParseSettings
@@ -195,9 +195,11 @@ def staged_pipeline_run(index: str, beam_args: Sequence[str], add_steps: Callabl
 def run_to_end(p: beam.Pipeline):
     """Run ``p`` and wait for it; its result. Worker processes on this machine get their options,
     counts and standard error (pipelines/local_workers.py); a portable runner's failed job
-    raises :class:`PipelineFailedError`, said in two lines; a runner that cannot start here
-    raises :class:`RunnerUnavailableError`."""
+    raises :class:`PipelineFailedError`, said in two lines; a runner that cannot start here, or
+    a job endpoint that does not answer (:func:`check_job_endpoint`), raises
+    :class:`RunnerUnavailableError`."""
     around = local_worker_run(p.options) if local_worker_processes(p.options) else contextlib.nullcontext()
+    check_job_endpoint(p.options)
     try:
         with around:
             result = p.run()

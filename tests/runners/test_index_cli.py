@@ -125,3 +125,40 @@ def test_library_notices_on_the_root_logger_do_not_reach_the_user():
     assert f.filter(record("root", logging.ERROR, "/x/site-packages/apache_beam/io/gcp/gcsio.py"))
     assert f.filter(record("vdgr.embedding", logging.WARNING, "/x/site-packages/vdgr_core/embedding.py"))
     assert f.filter(record("root", logging.WARNING, "/work/main/runners/cli.py"))
+
+
+def test_a_job_service_is_watched_past_beams_300_seconds_unless_the_user_bounds_it():
+    """Beam puts ``--job_server_timeout`` (300 s) on a portable job's state and message streams,
+    so a driver watching a longer job failed with DEADLINE_EXCEEDED while the job went on (the
+    100k cluster bench's 1-pool build here). A runner with a job service is watched for
+    ``JOB_WATCH_S``; a timeout the user gives is kept; in-process runners get none."""
+    from apache_beam.options.pipeline_options import PortableOptions
+
+    from pipelines.options import JOB_WATCH_S, pipeline_options
+
+    def timeout(*args):
+        return pipeline_options(list(args)).view_as(PortableOptions).job_server_timeout
+
+    assert timeout("--runner=PortableRunner", "--job_endpoint=localhost:1") == JOB_WATCH_S
+    assert timeout("--runner=FlinkRunner") == JOB_WATCH_S
+    assert timeout("--runner=PortableRunner", "--job_server_timeout=900") == 900
+    assert timeout() == timeout("--runner=FnApiRunner") == 300          # Beam's own default, unused
+
+
+def test_a_job_endpoint_nothing_answers_at_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    """With the watch that long, a wrong ``--job_endpoint`` must not wait as long: the driver
+    asks the endpoint first and stops with a typed error (exit 2) when nothing answers."""
+    import pipelines.options as options_mod
+    from tests.support.cluster import free_port
+
+    monkeypatch.setattr(options_mod, "JOB_CONNECT_S", 1.0)
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    index = tmp_path / "index"
+    port = free_port()                                     # nothing listens there
+    rc = main(["index", corpus, "--embedding", "hashing", "-q", "--index", str(index),
+               "--runner=PortableRunner", f"--job_endpoint=localhost:{port}", "--environment_type=LOOPBACK"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"no job service answered at --job_endpoint=localhost:{port} within 1 s" in err, err
+    assert "Traceback" not in err
+    assert not (index / "manifest.json").exists() and not (index / "manifests").exists()
