@@ -5,7 +5,8 @@ Two writers racing for the same manifest generation must not both succeed. ``pya
 
 * ``s3://``: boto3 ``put_object(..., IfNoneMatch="*")`` (HTTP 412 ``PreconditionFailed`` or 409
   ``ConditionalRequestConflict`` for the loser). Endpoint, credentials and region come from the
-  usual AWS environment (``AWS_ENDPOINT_URL`` etc.), which pyarrow reads too.
+  usual AWS environment (``AWS_ENDPOINT_URL`` etc.), which pyarrow reads too; one client a
+  process (:mod:`vdgr_core.store.s3_client`).
 * ``gs://``: google-cloud-storage ``upload_from_string(..., if_generation_match=0)`` (HTTP 412).
 
 :func:`conditional_create` returns None for any other scheme, or when the client library is not
@@ -15,6 +16,7 @@ check-write-read-back and says so once in the log.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -46,13 +48,15 @@ def conditional_create(uri: str, data: bytes) -> Optional[bool]:
 
 
 def _s3_create(bucket: str, key: str, data: bytes) -> Optional[bool]:
-    try:
-        import boto3
-        from botocore.exceptions import ClientError
-    except ImportError:
+    from vdgr_core.store.s3_client import s3_client
+
+    client = s3_client()
+    if client is None:
         return None
+    from botocore.exceptions import ClientError
+
     try:
-        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
     except ClientError as exc:
         err = exc.response.get("Error", {})
         status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
@@ -69,7 +73,18 @@ def _gcs_create(bucket: str, key: str, data: bytes) -> Optional[bool]:
     except ImportError:
         return None
     try:
-        storage.Client().bucket(bucket).blob(key).upload_from_string(data, if_generation_match=0)
+        _gcs_client(storage).bucket(bucket).blob(key).upload_from_string(data, if_generation_match=0)
     except PreconditionFailed:
         return False
     return True
+
+
+_GCS_CLIENTS: dict[tuple, object] = {}
+
+
+def _gcs_client(storage):
+    """One google-cloud-storage client a process and environment (making one finds credentials)."""
+    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(("GOOGLE_", "CLOUDSDK_", "STORAGE_"))))
+    if key not in _GCS_CLIENTS:
+        _GCS_CLIENTS[key] = storage.Client()
+    return _GCS_CLIENTS[key]

@@ -117,10 +117,22 @@ class IndexLocation:
     def write_missing(self, files: dict[str, bytes]) -> int:
         """Write each ``rel -> data`` of ``files`` that does not exist yet, up to
         :data:`FOLDER_TRANSFER_THREADS` at once (content-addressed files: one that exists holds
-        the same bytes). Returns how many were written."""
+        the same bytes). Returns how many were written.
+
+        On S3 and GCS each file is one conditional create (the store decides "unless it
+        exists"): one request, where a check through ``pyarrow.fs`` costs two for a missing
+        file (a ``HEAD``, then a ``LIST`` for a folder of that name) before the upload."""
         written: list[str] = []
 
         def put(rel: str) -> None:
+            if self.remote and not self.uri.startswith("file://"):
+                from vdgr_core.store.conditional import conditional_create
+
+                created = conditional_create(self.join(rel), files[rel])
+                if created is not None:
+                    if created:
+                        written.append(rel)
+                    return
             if not self.exists(rel):
                 self.write_whole(rel, files[rel])
                 written.append(rel)
