@@ -85,6 +85,30 @@ def _read_meta(fs, path: str, shown: str, uri: str = "") -> DocMeta:
         raise ConfigError(f"{shown}: {e}") from None
 
 
+#: ``_meta.yaml`` files of an object-store corpus read at once: each is a request that waits on
+#: the network (a local corpus is read in order)
+META_READERS = 16
+
+
+def _read_metas(fs, base: str, root: str, folders: list, s3: bool) -> dict:
+    """Folder parts -> the DocMeta of its ``_meta.yaml``, or the ConfigError reading it raised,
+    for each of ``folders``; an object store's are read :data:`META_READERS` at a time, so a
+    scan waits for the slowest of each group, not for the sum of them all."""
+    def one(parts):
+        rel = "/".join(parts + (META_FILE,))
+        try:
+            return _read_meta(fs, f"{base}/{rel}", os.path.join(str(root), rel), f"s3://{base}/{rel}" if s3 else "")
+        except ConfigError as e:
+            return e
+
+    if fs.type_name == "local" or len(folders) < 2:
+        return {p: one(p) for p in folders}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(META_READERS, len(folders))) as pool:
+        return dict(zip(folders, pool.map(one, folders)))
+
+
 def _shown(name: str) -> str:
     """A file name as text: undecodable bytes (kept by ``os`` as surrogates) written ``\\xff``."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")
@@ -280,6 +304,7 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
     corpus_root = beam_path(root)                   # workers read documents through Beam
     s3 = s3_bucket_key(str(root)) is not None
     exts = {e.lower() for e in supported}
+    metas = _read_metas(fs, base, root, [p for p in folders if p and META_FILE in folders[p]], s3)
     own: dict[tuple[str, ...], DocMeta] = {}        # folder parts -> its own _meta.yaml
     resolved: dict[tuple[str, ...], DocMeta] = {}   # folder parts -> meta resolved down to it
     tasks: list[DocumentTask] = []
@@ -287,10 +312,10 @@ def scan_corpus(root: str, supported: Iterable[str] = SUPPORTED_EXTENSIONS,
     for parts in sorted(folders):                   # parents before children
         filenames = folders[parts]
         if parts:
-            rel_meta = "/".join(parts + (META_FILE,))
-            own[parts] = (_read_meta(fs, f"{base}/{rel_meta}", os.path.join(str(root), rel_meta),
-                                     f"s3://{base}/{rel_meta}" if s3 else "")
-                          if META_FILE in filenames else DocMeta())
+            got = metas.get(parts, DocMeta())
+            if isinstance(got, ConfigError):
+                raise got                           # the first folder's error, in scan order
+            own[parts] = got
             parent = resolved.get(parts[:-1], DocMeta()) if len(parts) > 1 else DocMeta()
             resolved[parts] = replace(merge_meta(replace(parent, title=None), own[parts]),
                                       title=own[parts].title)

@@ -98,3 +98,17 @@ def test_read_object_reads_plain_s3_uris_only(s3):
         read_object(f"s3://{BUCKET}/plain/missing.txt")
     assert read_object("gs://bucket/one.txt") is None
     assert read_object(f"s3://{BUCKET}/plain/one.txt?endpoint_override=x") is None
+
+
+def test_of_several_bad_meta_files_the_scan_names_the_first_in_scan_order(s3):
+    """Meta files are read at once on an object store; the error is still the first folder's."""
+    from schemas.errors import ConfigError
+
+    endpoint, _ = s3
+    client = endpoint.client()
+    for i in range(20):
+        body = b"\xff not utf-8" if i in (7, 13) else f"version: '{i}'\n".encode()
+        client.put_object(Bucket=BUCKET, Key=f"many/net/f{i:02d}/_meta.yaml", Body=body)
+        client.put_object(Bucket=BUCKET, Key=f"many/net/f{i:02d}/x.md", Body=b"# X\n")
+    with pytest.raises(ConfigError, match=r"many/net/f07/_meta\.yaml: cannot read"):
+        scan_corpus(f"s3://{BUCKET}/many")
