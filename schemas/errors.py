@@ -56,6 +56,11 @@ class IndexError_(VdgrError):
     """The index is missing, incomplete or of an unknown format."""
 
 
+class StoreUnreachableError(VdgrError):
+    """The object store holding the index cannot be reached or refuses the request (no
+    credentials, no network, no permission): nothing was read or written."""
+
+
 class LLMError(VdgrError):
     """The LLM endpoint failed or answered out of contract after all retries."""
 

@@ -162,3 +162,26 @@ def test_a_job_endpoint_nothing_answers_at_is_a_clear_error(tmp_path, capsys, mo
     assert f"no job service answered at --job_endpoint=localhost:{port} within 1 s" in err, err
     assert "Traceback" not in err
     assert not (index / "manifest.json").exists() and not (index / "manifests").exists()
+
+
+def test_an_object_store_that_cannot_be_reached_is_a_clear_error(tmp_path, capsys):
+    """A gs:// index with no credentials and no network: pyarrow's GCS client retried for its
+    default 15 minutes, so the build seemed to hang; now the retry is bounded (60 s, or the
+    URI's own ``retry_limit_seconds``, 1 s here) and the failure is a typed error, exit 2."""
+    pytest.importorskip("pyarrow._gcsfs")
+    corpus = write_corpus(str(tmp_path / "corpus"), FILES)
+    rc = main(["index", corpus, "--embedding", "hashing", "-q",
+               "--index", "gs://vdgr-no-such-bucket/idx?retry_limit_seconds=1"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "vdgr index: error: cannot take the writer lock of gs://vdgr-no-such-bucket/idx" in err, err
+    assert "Traceback" not in err
+
+
+def test_object_store_options_are_added_unless_the_uri_names_them():
+    from vdgr_core.store.location import GCS_RETRY_LIMIT_S, _with_fs_options
+
+    assert _with_fs_options("gs://b/i") == f"gs://b/i?retry_limit_seconds={GCS_RETRY_LIMIT_S}"
+    assert _with_fs_options("gs://b/i?retry_limit_seconds=5") == "gs://b/i?retry_limit_seconds=5"
+    assert _with_fs_options("s3://b/i?region=x") == "s3://b/i?region=x&allow_delayed_open=true"
+    assert _with_fs_options("file:///tmp/i") == "file:///tmp/i"

@@ -305,14 +305,21 @@ def _remote_filesystem(uri: str) -> tuple:
     return got
 
 
+#: how long a GCS request is retried (``pyarrow.fs``'s ``retry_limit_seconds``; its client's own
+#: default is 15 minutes, so a build without credentials, or offline, seemed to hang)
+GCS_RETRY_LIMIT_S = 60
+
+
 def _with_fs_options(uri: str) -> str:
-    """``uri`` with the ``pyarrow.fs`` options an object store gets: for S3,
+    """``uri`` with the ``pyarrow.fs`` options an object store gets, unless it names them: for S3,
     ``allow_delayed_open`` (an object smaller than one part is one ``PutObject``, not a
     multipart upload's three requests; an error shows at ``close``, which every write here
-    reaches)."""
-    if not uri.startswith("s3://") or "allow_delayed_open=" in uri:
-        return uri
-    return uri + ("&" if "?" in uri else "?") + "allow_delayed_open=true"
+    reaches); for GCS, ``retry_limit_seconds`` (:data:`GCS_RETRY_LIMIT_S`)."""
+    if uri.startswith("s3://") and "allow_delayed_open=" not in uri:
+        return uri + ("&" if "?" in uri else "?") + "allow_delayed_open=true"
+    if uri.startswith(("gs://", "gcs://")) and "retry_limit_seconds=" not in uri:
+        return uri + ("&" if "?" in uri else "?") + f"retry_limit_seconds={GCS_RETRY_LIMIT_S}"
+    return uri
 
 
 def _fsynced_temp(folder: str, data: bytes) -> str:

@@ -41,7 +41,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
-from schemas.errors import ConcurrentCommitError, IndexBusyError
+from schemas.errors import ConcurrentCommitError, IndexBusyError, StoreUnreachableError
 from vdgr_core.store.location import IndexLocation
 from vdgr_core.store.manifest import current_generation, index_key
 
@@ -168,7 +168,14 @@ class IndexLock:
                 held.depth += 1
                 return self
         loc = IndexLocation(self.index_uri)
-        release, lost = (_acquire_remote if loc.remote else _acquire_local)(self, loc)
+        if loc.remote:
+            try:
+                release, lost = _acquire_remote(self, loc)
+            except OSError as e:            # not FileNotFoundError: a missing lock is read as free
+                raise StoreUnreachableError(f"cannot take the writer lock of {self.index_uri}: "
+                                            f"{' '.join(str(e).split())[:400]}") from e
+        else:
+            release, lost = _acquire_local(self, loc)
         try:
             generation = current_generation(self.index_uri)
         except BaseException:
