@@ -156,9 +156,11 @@ class WorkerPool:
         with open(self.boot, "w", encoding="utf-8") as f:
             f.write(BOOT_SCRIPT)
         os.chmod(self.boot, 0o755)
+        # PYTHONPATH: the pool runs this checkout's code (from a git worktree too, not the
+        # editable install's)
         self.env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                     "HOME": "/tmp/home" if private_tmp else os.path.join(home, "home"),
-                    "TMPDIR": "/tmp" if private_tmp else os.path.join(home, "tmp"), **env}
+                    "TMPDIR": "/tmp" if private_tmp else os.path.join(home, "tmp"), "PYTHONPATH": REPO, **env}
         self.proc: Optional[subprocess.Popen] = None
 
     def start(self) -> "WorkerPool":
