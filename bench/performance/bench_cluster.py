@@ -158,6 +158,7 @@ class PoolPeaks:
 
 
 _REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3})')
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class RequestLog:
@@ -172,7 +173,7 @@ class RequestLog:
     def since_mark(self) -> dict[str, int]:
         with open(self.path, "rb") as f:
             f.seek(self._at)
-            text = f.read().decode("utf-8", "replace")
+            text = _ANSI.sub("", f.read().decode("utf-8", "replace"))     # werkzeug may colour 4xx lines
         out: dict[str, int] = {}
         for method, target, _status in _REQUEST.findall(text):
             kind = "LIST" if method == "GET" and "list-type=" in target else method

@@ -19,6 +19,7 @@ from vdgr_core.store.s3_client import read_object  # noqa: E402
 
 BUCKET = "vdgr-requests"
 _REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3})')
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class _Log:
@@ -31,7 +32,7 @@ class _Log:
     def _read(self) -> list[tuple[str, str, str]]:
         with open(self.path, "rb") as f:
             f.seek(self.at)
-            text = f.read().decode("utf-8", "replace")
+            text = _ANSI.sub("", f.read().decode("utf-8", "replace"))     # werkzeug may colour 4xx lines
         return [("LIST" if m == "GET" and "list-type=" in t else m, t, code) for m, t, code in _REQUEST.findall(text)]
 
     def since(self, until=lambda got: True, wait_s: float = 10.0) -> list[tuple[str, str, str]]:
