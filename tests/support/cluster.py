@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 VENV_BIN = os.path.dirname(sys.executable)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,6 +55,31 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout_s: float
     raise TimeoutError(f"{what} did not listen on {port} within {timeout_s:.0f} s")
 
 
+BIND_TRIES = 5
+
+
+def start_listening(spawn: Callable[[int], subprocess.Popen], what: str) -> tuple[int, subprocess.Popen]:
+    """Start a server process on a free port and wait until it listens there.
+
+    ``free_port`` can only pick a port that is free *now*: another process may take it before
+    the server binds it, and the server then exits. So a server that exits before it listens
+    is started again on a new port, ``BIND_TRIES`` times in all, before the error is raised.
+
+    Returns the port and the process.
+    """
+    for attempt in range(BIND_TRIES):
+        port = free_port()
+        proc = spawn(port)
+        try:
+            wait_for_port(port, proc, what)
+            return port, proc
+        except RuntimeError:                    # exited before listening: the port was taken?
+            proc.wait()
+            if attempt == BIND_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _under_tmp(path: str) -> bool:
     real = os.path.realpath(path)
     return real == "/tmp" or real.startswith("/tmp/")
@@ -75,8 +100,8 @@ class S3Endpoint:
     """moto's S3 server in a child process on 127.0.0.1 (a context manager)."""
 
     def __init__(self, request_log: Optional[str] = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = 0                       # and ``url``: set once the server listens
+        self.url = ""
         self.request_log = request_log      # where the server logs each request (werkzeug's line)
         self._proc: Optional[subprocess.Popen] = None
 
@@ -86,14 +111,17 @@ class S3Endpoint:
                 "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION}
 
     def __enter__(self) -> "S3Endpoint":
-        log = open(self.request_log, "ab") if self.request_log else subprocess.DEVNULL
-        try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                          stdout=log, stderr=log, start_new_session=True)
-        finally:
-            if self.request_log:
-                log.close()
-        wait_for_port(self.port, self._proc, "moto S3 server")
+        def spawn(port: int) -> subprocess.Popen:
+            log = open(self.request_log, "ab") if self.request_log else subprocess.DEVNULL
+            try:
+                return subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                        stdout=log, stderr=log, start_new_session=True)
+            finally:
+                if self.request_log:
+                    log.close()
+
+        self.port, self._proc = start_listening(spawn, "moto S3 server")
+        self.url = f"http://127.0.0.1:{self.port}"
         return self
 
     @property
@@ -147,8 +175,8 @@ class WorkerPool:
 
     def __init__(self, home: str, env: Mapping[str, str], private_tmp: bool = False) -> None:
         self.home = home
-        self.port = free_port()
-        self.address = f"localhost:{self.port}"
+        self.port = 0                       # and ``address``: set by ``start``
+        self.address = ""
         self.private_tmp = private_tmp
         os.makedirs(os.path.join(home, "home"), exist_ok=True)
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
@@ -165,15 +193,19 @@ class WorkerPool:
 
     def start(self) -> "WorkerPool":
         boot = "./" + os.path.basename(self.boot) if self.private_tmp else self.boot
-        cmd = ["python", "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={self.port}",
-               f"--container_executable={boot}"]
-        if self.private_tmp:
-            cmd = ["unshare", "-rm", "--propagation", "private", "sh", "-c",
-                   'mount -t tmpfs tmpfs /tmp && mkdir /tmp/home && exec "$@"', "sh", *cmd]
-        self._log = open(os.path.join(self.home, "pool.log"), "wb")
-        self.proc = subprocess.Popen(cmd, cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        wait_for_port(self.port, self.proc, f"worker pool in {self.home}")
+        self._log = open(os.path.join(self.home, "pool.log"), "ab")
+
+        def spawn(port: int) -> subprocess.Popen:
+            cmd = ["python", "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}",
+                   f"--container_executable={boot}"]
+            if self.private_tmp:
+                cmd = ["unshare", "-rm", "--propagation", "private", "sh", "-c",
+                       'mount -t tmpfs tmpfs /tmp && mkdir /tmp/home && exec "$@"', "sh", *cmd]
+            return subprocess.Popen(cmd, cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+        self.port, self.proc = start_listening(spawn, f"worker pool in {self.home}")
+        self.address = f"localhost:{self.port}"
         return self
 
     def kill(self) -> None:
@@ -261,19 +293,23 @@ class JobService:
 
     def __init__(self, home: str, env: Mapping[str, str] = ()) -> None:
         self.home = home
-        self.port = free_port()
-        self.address = f"localhost:{self.port}"
+        self.port = 0                       # and ``address``: set once it listens
+        self.address = ""
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
         self.env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home,
                     "TMPDIR": os.path.join(home, "tmp"), "PYTHONPATH": REPO, **dict(env)}
         self.proc: Optional[subprocess.Popen] = None
 
     def __enter__(self) -> "JobService":
-        self._log = open(os.path.join(self.home, "job_service.log"), "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.job_service", f"--port={self.port}"],
-                                     cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        wait_for_port(self.port, self.proc, "job service")
+        self._log = open(os.path.join(self.home, "job_service.log"), "ab")
+
+        def spawn(port: int) -> subprocess.Popen:
+            return subprocess.Popen([sys.executable, "-m", "tests.support.job_service", f"--port={port}"],
+                                    cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+        self.port, self.proc = start_listening(spawn, "job service")
+        self.address = f"localhost:{self.port}"
         return self
 
     def __exit__(self, *exc) -> None:
