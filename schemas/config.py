@@ -355,6 +355,10 @@ class RetrieveSettings:
     recall_tail : bool
         The first half of ``k`` as fused, the other places to each single retriever's (BM25,
         dense) best section not shown yet, in turn (:func:`vdgr_core.query.fusion.recall_tail`).
+    entry_first : bool
+        For a question asking for an option or a default, a reference entry among the first
+        three evidence items goes first when the first is not one
+        (:func:`vdgr_core.query.evidence.entry_first`).
     """
 
     k: int = 10
@@ -363,6 +367,7 @@ class RetrieveSettings:
     named_first: bool = True
     copies_last: bool = True
     recall_tail: bool = True
+    entry_first: bool = True
 
     def __post_init__(self):
         _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
@@ -563,6 +568,9 @@ class QueryConfig(_Frozen):
     # the second half of the first k goes to each single retriever's (BM25, dense) best section
     # not shown yet, in turn (fusion.recall_tail; bench_refdocs and the ablation measure it)
     recall_tail: bool = True
+    # a question asking for an option or a default: a reference entry among the first three
+    # evidence items goes first (evidence.entry_first; bench_refdocs and the ablation measure it)
+    entry_first: bool = True
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
     # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)
@@ -645,7 +653,7 @@ class QueryConfig(_Frozen):
         g = self.guardrails
         return QuerySlices(
             retrieve=RetrieveSettings(self.k, tuple(self.routes), self.composition, self.named_first,
-                                      self.copies_last, self.recall_tail),
+                                      self.copies_last, self.recall_tail, self.entry_first),
             routing=RoutingSettings(self.routing, self.routing_threshold, self.max_domains),
             fusion=FusionSettings(self.rrf_k, self.hybrid_fusion, self.route_fusion,
                                   tuple(self.route_weights.items()), self.reranker.top_n),

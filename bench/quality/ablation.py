@@ -122,6 +122,8 @@ def configs(full_routes: tuple[str, ...]) -> list[tuple[str, dict]]:
                else ("full + copies last", {"copies_last": True}))
     out.append(("full - recall tail", {"recall_tail": False}) if default.recall_tail
                else ("full + recall tail", {"recall_tail": True}))
+    out.append(("full - entry first", {"entry_first": False}) if default.entry_first
+               else ("full + entry first", {"entry_first": True}))
     if default.graph_keep_head:
         out.append(("full, walk reorders the head", {"graph_keep_head": False}))
     out.append(("full, walk reorders the seeds", {"graph_keep_seeds": False}) if default.graph_keep_seeds

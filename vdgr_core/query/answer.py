@@ -16,7 +16,7 @@ paragraph, cited once. With an LLM: a prompt in which every evidence text is wra
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from schemas.errors import LLMError
 from vdgr_core.query.answer_units import Unit, answer_units
@@ -43,6 +43,15 @@ _DEFAULT_S = re.compile(r"(?<!non-)(?<!non )\bdefaults?\b|\b(?:if|when) (?:it is
 _ANAPHOR = re.compile(r"^(?:this|these|that|those|it|they|such|use of this|in this case|in that case)\b"
                       r"|^(?:\S+\s+){1,5}such\s+an?\b", re.I)
 DEFAULT_BONUS = 0.25     # added to a sentence naming a default, for a question about one
+# a sentence that states what a setting is when left alone ("The default value is 1232.",
+# "defaults to 2000 ms", "When not set, the "OPTIONS" method is used"), not one that only
+# mentions a default ("a useful default ... would be 1432")
+_DEFAULT_STATED = re.compile(r"(?<!non-)(?<!non )\bdefaults?\s+(?:value\s+|setting\s+|mode\s+)?(?:is|are|was|of|to)\b"
+                             r"|\bdefault\s*[:=]|\b(?:if|when)\s+(?:it\s+is\s+|this\s+is\s+)?(?:not\s+set|unset|"
+                             r"not\s+specified|unspecified|left\s+unspecified|omitted|not\s+given)\b|\bby\s+default\b", re.I)
+# "By default, ..." often tells a behaviour ("By default, server health checks only consist in
+# ..."), the forms above a value: a value's statement goes first
+_BY_DEFAULT_WORDS = re.compile(r"\bby\s+default\b", re.I)
 # a question asking for an option, a parameter or a command by what it does: an entry answers it
 _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"
                       r"command|builtin|function|algorithm)s?\b", re.I)
@@ -116,12 +125,18 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
-        return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)))
+        return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)), default_q)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
         mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
+
+
+def asks_for_entry(question: str) -> bool:
+    """Whether ``question`` asks for an option, a parameter or a command by what it does, or
+    what a setting is when left alone: a reference entry answers it."""
+    return bool(_ENTRY_Q.search(question) or _DEFAULT_Q.search(question))
 
 
 def _first_line(text: str) -> str:
@@ -184,11 +199,13 @@ def _whole(ev: Evidence) -> str:
 
 
 def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Sequence[str] = (),
-             entry_q: bool = False) -> str:
+             entry_q: bool = False, default_q: bool = False) -> str:
     """The answer from one anchor evidence item (see the module docstring), then units of the
     other items that hold question words (``qterms``) the anchor's quote lacks. For a question
     asking for an option or a default (``entry_q``), a reference entry among the first
-    :data:`ENTRY_ANCHOR_ITEMS` items is the anchor when the first item is not one."""
+    :data:`ENTRY_ANCHOR_ITEMS` items is the anchor when the first item is not one. For a
+    question about a default (``default_q``), an entry's quote holds the sentence stating its
+    default (:func:`_default_statement`)."""
     best = scored[0]
     first = [s for s in scored if s.n == 1]
     anchor = 1 if first and first[0].score >= ANCHOR_SHARE * best.score else best.n
@@ -206,6 +223,10 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     head, covered = _head(ev, [s.unit for s in mine])
     chosen: dict[int, _Scored] = {}
     left = MAX_SENTENCES
+    stated = _default_statement(head, covered, mine, qterms) if default_q else None
+    if stated is not None:
+        chosen[stated.unit.pos] = stated
+        left -= 1
     floor = max(FLOOR, FOLLOW_SHARE * ranked[0].score)
     for s in ranked:
         if left <= 0 or (chosen and s.score <= floor):
@@ -244,6 +265,43 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     if not others:
         return text
     return text + ("\n" if head or any(p.unit.block for p in picks) else " ") + _join(others, how)
+
+
+def _default_statement(head: str, covered: int, mine: Sequence[_Scored], qterms: Sequence[str]) -> Optional[_Scored]:
+    """The sentence of an entry (``mine``, after its head) that states the default the question
+    (``qterms``) asks about (:data:`_DEFAULT_STATED`); None when the head states a default or
+    no sentence does.
+
+    An entry often states several defaults, one per argument (``<method> ... When not set, the
+    "OPTIONS" method is used.``, then ``<uri> ... It defaults to "/"``): a statement of a value
+    goes before a "By default, ..." one (often a behaviour), then the statement whose paragraph
+    holds most of the question's words, then the better-scoring sentence.
+
+    Examples
+    --------
+    >>> from vdgr_core.query.answer_units import answer_units
+    >>> units = answer_units("edns-udp-size\\nSets the advertised buffer size. A useful default "
+    ...                      "would be 1432. The default value is 1232.", ["edns-udp-size"])
+    >>> mine = [_Scored(0.1, 1, u, "") for u in units]
+    >>> _default_statement("edns-udp-size", 1, mine, ["buffer", "size"]).unit.text
+    'The default value is 1232.'
+    """
+    if _DEFAULT_STATED.search(head):
+        return None
+    found = [s for s in mine if s.unit.pos > covered and s.unit.kind == "sentence" and _DEFAULT_STATED.search(s.unit.text)]
+    if not found:
+        return None
+    paras: dict[int, list[str]] = {}
+    for s in mine:
+        paras.setdefault(s.unit.para, []).append(s.unit.text)
+
+    def value_stated(s: _Scored) -> bool:       # a form other than "by default" states it
+        return bool(_DEFAULT_STATED.search(_BY_DEFAULT_WORDS.sub(" ", s.unit.text)))
+
+    def about(s: _Scored) -> float:             # the paragraph's words, less the statement's own ("not set")
+        return overlap(qterms, _DEFAULT_STATED.sub(" ", " ".join(paras[s.unit.para])))
+
+    return max(found, key=lambda s: (value_stated(s), about(s), s.score, -s.unit.pos))
 
 
 def _continues(u: Unit) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from vdgr_core import ids
+from vdgr_core.query.answer import ENTRY_ANCHOR_ITEMS, asks_for_entry, is_definition
 from vdgr_core.query.fusion import SectionHit
 from vdgr_core.query.passage import section_passage
 from vdgr_core.query.result import Evidence
@@ -32,3 +33,31 @@ def injection_flags(view: IndexView, hits: Sequence[SectionHit]) -> dict[str, li
     flags = view.contents.flags
     return {view.contents.ids[r]: list(flags[r])
             for h in hits for r in section_passage(view, h.section, h.rows).rows if flags[r]}
+
+
+def entry_first(question: str, evidence: Sequence[Evidence], n: int = ENTRY_ANCHOR_ITEMS) -> list[Evidence]:
+    """For a question asking for an option or a default (:func:`~vdgr_core.query.answer.asks_for_entry`),
+    the first reference entry (:func:`~vdgr_core.query.answer.is_definition`) among the first
+    ``n`` items moves first when the first item is not one; the others keep their order.
+
+    Fusion often ranks the prose around an option (the chapter introducing forwarding, a
+    module's example) above the option's own entry; the answer already quotes that entry
+    (its anchor), and the evidence now shows it first too.
+
+    Examples
+    --------
+    >>> def ev(title, text):
+    ...     return Evidence(chunk_id=title, domain="d", version="", source="s", path=[title],
+    ...                     title=title, text=text, score=1.0, routes=["hybrid"])
+    >>> prose = ev("Forwarding", "Forwarding sends queries on. It helps busy sites.")
+    >>> entry = ev("forward", "forward\\nGrammar: forward ( first | only );\\nAllows fallback.")
+    >>> [e.title for e in entry_first("Which option disables the fallback?", [prose, entry])]
+    ['forward', 'Forwarding']
+    >>> [e.title for e in entry_first("What does forwarding do?", [prose, entry])]
+    ['Forwarding', 'forward']
+    """
+    items = list(evidence)
+    if not items or not asks_for_entry(question) or is_definition(items[0]):
+        return items
+    j = next((i for i in range(1, min(n, len(items))) if is_definition(items[i])), None)
+    return items if j is None else [items[j], *items[:j], *items[j + 1:]]

@@ -14,7 +14,8 @@ screen -> route -> retrieve -> expand -> evidence -> answer:
 5. **evidence** (:mod:`vdgr_core.query.evidence`): within each document the sections the
    question names first (:mod:`vdgr_core.query.named`), at most half of ``k`` per document, the
    second half of ``k`` to each single retriever's best section not shown yet
-   (:func:`vdgr_core.query.fusion.recall_tail`), the sections' passages;
+   (:func:`vdgr_core.query.fusion.recall_tail`), the sections' passages, and for a question
+   asking for an option or a default a reference entry among the first three first;
 6. **answer** (:class:`vdgr_core.query.answer_stage.AnswerStage`): the screened answer.
 
 Every search of stages 3-4 runs inside the routed scope (the caller's groups, versions,
@@ -30,7 +31,7 @@ from schemas.config import RetrieveSettings
 from vdgr_core.embedding import embed_query
 from vdgr_core.query.answer_stage import AnswerStage
 from vdgr_core.query.context import QueryContext, Search
-from vdgr_core.query.evidence import injection_flags, to_evidence
+from vdgr_core.query.evidence import entry_first, injection_flags, to_evidence
 from vdgr_core.query.expand import Expander
 from vdgr_core.query.fusion import cap_per_document, copies_last, recall_tail
 from vdgr_core.query.guardrails import screen_query
@@ -62,7 +63,8 @@ class QueryStages:
         Its ``named_first`` (the sections the question names first within their document),
         ``copies_last`` (sections repeating an earlier one behind the first ``k``) and
         ``recall_tail`` (the second half of ``k`` to each single retriever's best unseen
-        section) shape the evidence stage.
+        section) and ``entry_first`` (an option's or a default's entry first) shape the
+        evidence stage.
     """
 
     def __init__(self, view: IndexView, embedder, router: Router, retriever: Retriever, expander: Expander,
@@ -72,6 +74,7 @@ class QueryStages:
         self.named = retrieve.named_first
         self.copies = retrieve.copies_last
         self.tail = retrieve.recall_tail
+        self.entry = retrieve.entry_first
         self.embedder = embedder
         self.router = router
         self.retriever = retriever
@@ -132,7 +135,9 @@ class QueryStages:
     def evidence(self, ctx: QueryContext) -> None:
         """The named sections first in their documents, copies of an earlier section behind the
         first ``k``, at most half of ``k`` per document, the second half of ``k`` to each single
-        retriever's best section not shown yet, then the first ``k`` sections as evidence."""
+        retriever's best section not shown yet, then the first ``k`` sections as evidence; for a
+        question asking for an option or a default, a reference entry among the first three
+        goes first."""
         hits = ctx.hits
         if self.named:
             hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
@@ -145,6 +150,8 @@ class QueryStages:
             hits = recall_tail(hits, ctx.parts, ctx.k, self.view.sections.doc, key)
         hits = hits[: ctx.k]
         ctx.evidence = [to_evidence(self.view, h) for h in hits]
+        if self.entry:
+            ctx.evidence = entry_first(ctx.question, ctx.evidence)
         flagged = injection_flags(self.view, hits)
         if flagged:
             ctx.trace.step("guardrails", f"{len(flagged)} evidence chunks read like instructions to a model "

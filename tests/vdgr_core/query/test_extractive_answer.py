@@ -231,3 +231,31 @@ def test_a_continuing_sentence_brings_the_whole_block_paragraph():
     assert "$outchannel rotation,/var/log/rot.log, 52428800,/usr/local/bin/rotate" in answer
     assert "*.* :omfile:$rotation\nto rsyslog.conf makes rsyslog rotate" in answer
     assert answer.count("[1]") == 1
+
+
+HTTPCHK = ("option httpchk <method> <uri>\n\nEnables HTTP protocol to check on the servers health\n\n"
+           "Arguments :\n\n<method> is the optional HTTP method used with the requests. When not set, the "
+           "\"OPTIONS\" method is used, as it generally requires low server processing.\n\n"
+           "<uri> is the URI referenced in the HTTP requests. It defaults to \"/\" which is accessible "
+           "on almost any server.\n\n"
+           "By default, server health checks only consist in trying to establish a TCP connection. When "
+           "\"option httpchk\" is specified, a complete HTTP request is sent once the TCP connection is "
+           "established, and responses 2xx and 3xx are considered valid, while all other ones indicate a "
+           "server failure, including the lack of any response. Combined with other directives, it is "
+           "possible to customize the request sent during the HTTP health checks or the matching rules on "
+           "the response. The server configuration is used by default to open connections to perform "
+           "HTTP health checks, and health checks of HTTP servers run on the server's own port.")
+
+
+def test_a_question_about_a_default_gets_the_sentence_stating_that_default():
+    assert len(HTTPCHK) > 700                       # not a short entry quoted whole
+    evidence = [ev(HTTPCHK, title="option httpchk <method> <uri>"), ev("Health checks run often.", n=2)]
+    answer = extractive_answer("When HTTP health checks are enabled without specifying a method, which HTTP "
+                               "method do the check requests use?", evidence)
+    assert 'When not set, the "OPTIONS" method is used' in answer
+    # the question's argument decides which of the entry's defaults is stated
+    answer = extractive_answer("Which URI do HTTP health checks request unless I set one?", evidence)
+    assert 'It defaults to "/"' in answer and "OPTIONS" not in answer
+    # a question that is not about a default is answered as before: no default sentence forced in
+    answer = extractive_answer("Which HTTP method can health checks use?", evidence)
+    assert "When not set" not in answer

@@ -33,7 +33,7 @@ def test_json_written_before_the_slices_loads_to_the_same_config():
     # copies_last and recall_tail added since
     assert now == {**{k: v for k, v in BEFORE.items() if k != "graph_m"}, "named_first": True,
                    "graph_keep_seeds": False, "copies_last": QueryConfig().copies_last,
-                   "recall_tail": QueryConfig().recall_tail}
+                   "recall_tail": QueryConfig().recall_tail, "entry_first": QueryConfig().entry_first}
 
 
 def test_non_default_json_reaches_each_slice():
