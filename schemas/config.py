@@ -367,7 +367,7 @@ class RetrieveSettings:
     named_first: bool = True
     copies_last: bool = True
     recall_tail: bool = True
-    entry_first: bool = True
+    entry_first: bool = False
 
     def __post_init__(self):
         _check(1 <= self.k <= 200, f"k must be in [1, 200], got {self.k}")
@@ -569,8 +569,9 @@ class QueryConfig(_Frozen):
     # not shown yet, in turn (fusion.recall_tail; bench_refdocs and the ablation measure it)
     recall_tail: bool = True
     # a question asking for an option or a default: a reference entry among the first three
-    # evidence items goes first (evidence.entry_first; bench_refdocs and the ablation measure it)
-    entry_first: bool = True
+    # evidence items goes first (evidence.entry_first). Off: hit@1 +4 on the Debian sets'
+    # development halves, -2 on their test halves (DECISIONS.md, 2026-12-07)
+    entry_first: bool = False
     rrf_k: int = Field(default=60, ge=1)
     # route 1's BM25 + dense fusion of sections (vdgr_core.query.fusion): "rrf" (ranks),
     # "convex" (min-max normalized scores) or "zscore" (scores standardized per list)

@@ -14,8 +14,8 @@ screen -> route -> retrieve -> expand -> evidence -> answer:
 5. **evidence** (:mod:`vdgr_core.query.evidence`): within each document the sections the
    question names first (:mod:`vdgr_core.query.named`), at most half of ``k`` per document, the
    second half of ``k`` to each single retriever's best section not shown yet
-   (:func:`vdgr_core.query.fusion.recall_tail`), the sections' passages, and for a question
-   asking for an option or a default a reference entry among the first three first;
+   (:func:`vdgr_core.query.fusion.recall_tail`), the sections' passages (with ``entry_first``
+   on, a reference entry among the first three first for an option or default question);
 6. **answer** (:class:`vdgr_core.query.answer_stage.AnswerStage`): the screened answer.
 
 Every search of stages 3-4 runs inside the routed scope (the caller's groups, versions,
@@ -135,9 +135,8 @@ class QueryStages:
     def evidence(self, ctx: QueryContext) -> None:
         """The named sections first in their documents, copies of an earlier section behind the
         first ``k``, at most half of ``k`` per document, the second half of ``k`` to each single
-        retriever's best section not shown yet, then the first ``k`` sections as evidence; for a
-        question asking for an option or a default, a reference entry among the first three
-        goes first."""
+        retriever's best section not shown yet, then the first ``k`` sections as evidence (with
+        ``entry_first``, an option's or a default's entry among the first three goes first)."""
         hits = ctx.hits
         if self.named:
             hits = named_first(ctx.question, hits[: 3 * ctx.k], self.view.sections.doc,
