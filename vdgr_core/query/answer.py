@@ -373,15 +373,33 @@ def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) 
 def _pick(scored: Sequence[_Scored], budget: int) -> list[_Scored]:
     """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
     costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
-    and :data:`FLOOR`; the best unit is always taken."""
+    and :data:`FLOOR`; the best unit is always taken, with the sentence after it in its
+    paragraph when that holds a question word (a point is often made in two sentences:
+    "ACLs are built on the same core as the maps ... The only real difference is that ...
+    they only return "found""). A text quoted once is not quoted again (two items may
+    repeat a sentence)."""
     out, left = [], budget
     floor = max(FLOOR, FOLLOW_SHARE * scored[0].score) if scored else FLOOR
+    at = {(s.n, s.unit.pos): s for s in scored}
+    quoted: set[str] = set()
+
+    def take(s: _Scored, cost: int) -> None:
+        nonlocal left
+        out.append(s)
+        quoted.add(" ".join(s.unit.text.split()).casefold())
+        left -= cost
+
     for s in scored:
         cost = min(budget, s.unit.text.count("\n") + 1) if s.unit.block else 1
+        if " ".join(s.unit.text.split()).casefold() in quoted:
+            continue
         if out and (s.score <= floor or cost > left):
             continue
-        out.append(s)
-        left -= cost
+        take(s, cost)
+        nxt = at.get((s.n, s.unit.pos + 1))
+        if len(out) == 1 and left > 0 and nxt is not None and nxt.unit.kind == "sentence" \
+                and nxt.unit.para == s.unit.para and nxt.score > FLOOR:
+            take(nxt, 1)
         if left <= 0:
             break
     return out

@@ -259,3 +259,23 @@ def test_a_question_about_a_default_gets_the_sentence_stating_that_default():
     # a question that is not about a default is answered as before: no default sentence forced in
     answer = extractive_answer("Which HTTP method can health checks use?", evidence)
     assert "When not set" not in answer
+
+
+ACLS = ("HAProxy has pattern matching. Technically, ACLs are built on the same core as the maps, they "
+        "share the exact same internal structure, pattern matching methods and performance. The only real "
+        "difference is that instead of returning a sample, they only return \"found\" or \"not found\".\n\n"
+        "Maps are loaded from files at start-up and can be updated at run time from the CLI.")
+SEE = "See the configuration manual, chapter \"Using ACLs\", to understand ACLs and maps."
+
+
+def test_the_sentence_after_the_best_one_is_quoted_with_it():
+    evidence = [ev(ACLS, title="ACLs and maps"), ev(SEE, title="Maps", n=2), ev(SEE, title="More", n=3)]
+    answer = extractive_answer("What is the difference between an ACL and a map?", evidence)
+    assert "Technically, ACLs are built on the same core as the maps" in answer
+    assert 'The only real difference is that instead of returning a sample' in answer
+
+
+def test_a_sentence_two_items_repeat_is_quoted_once():
+    evidence = [ev(SEE, title="Maps"), ev(SEE, title="More", n=2), ev(ACLS, title="ACLs and maps", n=3)]
+    answer = extractive_answer("Where do I read about ACLs and maps?", evidence)
+    assert answer.count("See the configuration manual") == 1
