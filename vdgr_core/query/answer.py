@@ -55,6 +55,15 @@ _BY_DEFAULT_WORDS = re.compile(r"\bby\s+default\b", re.I)
 # a question asking for an option, a parameter or a command by what it does: an entry answers it
 _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"
                       r"command|builtin|function|algorithm)s?\b", re.I)
+# a question asking what something is or means ("What is a catalog zone in BIND?", "What does a
+# fast-forward merge mean?"): its subject, up to a qualifier ("in BIND") or a second question
+_WHAT_IS_Q = re.compile(r"^\s*what\s+(?:is|are|does|do)\s+(?:an?\s+|the\s+)?(?P<subject>.+?)"
+                        r"(?:\s+(?:mean|stand\s+for)|\s+(?:in|of|for)\s+[\w.-]+|\s*,|\s+and\s+|\s*\?|\s*$)", re.I)
+# a sentence defining its subject: the subject's words, then "is" / "are" / "means" / "refers to" within
+# its first words ('A "catalog zone" is a special DNS zone ...', "A fast-forward is a special type ...")
+_COPULA = re.compile(r"\b(?:is|are|means|refers\s+to|denotes)\s+(?:an?|the|any|one|used|called)\b", re.I)
+DEFINITION_WORDS = 12    # the copula of a defining sentence comes within this many words
+DEFINITION_BONUS = 0.25  # added to a sentence defining the subject, for a question asking what it is
 ENTRY_ANCHOR_ITEMS = 3   # an option question's anchor: a reference entry among this many items
 LEAN_SENTENCES = 2       # sentences before a "this ..." sentence quoted with it
 SUBJECT_UNITS = 6        # units of the block paragraph a continuing sentence is quoted with
@@ -115,7 +124,9 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     if named:
         top = [(n, ev) for n, ev in top if not ev.version or ev.version in named]
     default_q = bool(_DEFAULT_Q.search(question))
-    scored = [_Scored(_score(qterms, u, how) + 0.05 / n + (DEFAULT_BONUS if default_q and _DEFAULT_S.search(u.text) else 0.0),
+    subject = defined_subject(question)
+    scored = [_Scored(_score(qterms, u, how) + 0.05 / n + (DEFAULT_BONUS if default_q and _DEFAULT_S.search(u.text) else 0.0)
+                      + (DEFINITION_BONUS if subject and defines(u, subject) else 0.0),
                       n, u, ev.version)
               for n, ev in top for u in answer_units(ev.text, [ev.title, *ev.path]) if len(u.text) >= 3]
     if not scored:
@@ -131,6 +142,33 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
         mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
+
+
+def defined_subject(question: str) -> tuple[str, ...]:
+    """The content words of what ``question`` asks to be defined ("What is a catalog zone in
+    BIND?" -> ``("catalog", "zone")``); () when it asks no such thing.
+
+    Examples
+    --------
+    >>> defined_subject("What is a catalog zone in BIND?")
+    ('catalog', 'zone')
+    >>> defined_subject("What does a fast-forward merge mean, and does it create a merge commit?")
+    ('fast', 'forward', 'merge')
+    >>> defined_subject("How do I sign a zone?")
+    ()
+    """
+    m = _WHAT_IS_Q.match(question)
+    return tuple(terms(m.group("subject"))) if m else ()
+
+
+def defines(u: Unit, subject: Sequence[str]) -> bool:
+    """Whether unit ``u`` is a sentence defining ``subject``: one of its words, then a copula
+    (:data:`_COPULA`), within the first :data:`DEFINITION_WORDS` words."""
+    if u.kind != "sentence":
+        return False
+    head = " ".join(u.text.split()[:DEFINITION_WORDS])
+    m = _COPULA.search(head)
+    return bool(m) and overlap(subject, head[: m.start()]) > 0
 
 
 def asks_for_entry(question: str) -> bool:

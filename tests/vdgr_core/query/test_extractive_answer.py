@@ -279,3 +279,18 @@ def test_a_sentence_two_items_repeat_is_quoted_once():
     evidence = [ev(SEE, title="Maps"), ev(SEE, title="More", n=2), ev(ACLS, title="ACLs and maps", n=3)]
     answer = extractive_answer("Where do I read about ACLs and maps?", evidence)
     assert answer.count("See the configuration manual") == 1
+
+
+GLOSSARY = ("fast-forward\nA fast-forward is a special type of merge where you have a revision and you are "
+            "merging another branch's changes that happen to be a descendant of what you have. In such a case, "
+            "you do not make a new merge commit but instead just update your branch to point at the same revision.")
+MERGES = ("Normally, a merge results in a merge commit, with two parents. However, if the current branch is an "
+          "ancestor of the other, Git just performs a fast-forward merge; the head of the current branch is moved "
+          "forward without any new merge commit being created. A fast-forward merge is common when you pull.")
+
+
+def test_a_question_asking_what_something_is_is_answered_from_the_sentence_defining_it():
+    evidence = [ev(MERGES, title="Fast-forward merges"), ev(GLOSSARY, title="fast-forward", n=2)]
+    answer = extractive_answer("What does a fast-forward merge mean, and does it create a merge commit?", evidence)
+    assert "A fast-forward is a special type of merge" in answer
+    assert "you do not make a new merge commit" in answer        # the sentence after it
