@@ -9,8 +9,8 @@ Two writers racing for the same manifest generation must not both succeed. ``pya
   process (:mod:`vdgr_core.store.s3_client`).
 * ``gs://``: google-cloud-storage ``upload_from_string(..., if_generation_match=0)`` (HTTP 412).
 
-:func:`conditional_create` returns None for any other scheme, or when the client library is not
-installed (install the ``s3`` or ``gcs`` extra); the caller then falls back to
+:func:`conditional_create` returns None for any other scheme, for a URI with a query string (its
+options are ``pyarrow.fs``'s), or when the client library is not installed (install the ``s3`` or ``gcs`` extra); the caller then falls back to
 check-write-read-back and says so once in the log.
 """
 from __future__ import annotations
@@ -26,7 +26,11 @@ _S3_LOST = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 
 
 def _bucket_key(uri: str) -> tuple[str, str, str]:
+    """(scheme, bucket, key) of ``uri``; no scheme for a URI with a query string: its options
+    (an endpoint, a region) are ``pyarrow.fs``'s, which the store's own client would not use."""
     parts = urlsplit(uri)
+    if parts.query:
+        return "", "", ""
     return parts.scheme, parts.netloc, parts.path.lstrip("/")
 
 

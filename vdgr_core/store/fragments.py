@@ -52,8 +52,16 @@ def lance_module():
 
 
 def table_uri(index_uri: str, name: str) -> str:
-    """The Lance dataset of table ``name`` of the index at ``index_uri``."""
-    return str(index_uri).rstrip("/") + f"/lance/{name}.lance"
+    """The Lance dataset of table ``name`` of the index at ``index_uri`` (its query string, if
+    any, at the end).
+
+    Examples
+    --------
+    >>> table_uri("s3://bucket/index?region=eu-west-1", "contents")
+    's3://bucket/index/lance/contents.lance?region=eu-west-1'
+    """
+    base, sep, query = str(index_uri).partition("?")      # a query string stays at the end
+    return base.rstrip("/") + f"/lance/{name}.lance" + sep + query
 
 
 def write_fragments(index_uri: str, name: str, rows: pa.Table, *, replace: bool = False) -> list[str]:

@@ -87,8 +87,21 @@ class IndexLocation:
         return f"{self._root}/{rel}" if rel else self._root
 
     def join(self, *parts: str) -> str:
-        """The URI (or local path) of ``parts`` under the index root."""
-        return "/".join([self.uri, *parts]) if self.remote else os.path.join(self.uri, *parts)
+        """The URI (or local path) of ``parts`` under the index root; a root URI's query string
+        (``s3://bucket/index?endpoint_override=...``: options for ``pyarrow.fs``) stays at the end.
+
+        Examples
+        --------
+        >>> IndexLocation.join_uri("s3://bucket/index?region=eu-west-1", "manifests", "m.json")
+        's3://bucket/index/manifests/m.json?region=eu-west-1'
+        """
+        return self.join_uri(self.uri, *parts) if self.remote else os.path.join(self.uri, *parts)
+
+    @staticmethod
+    def join_uri(uri: str, *parts: str) -> str:
+        """``parts`` under the object-store URI ``uri``, its query string kept at the end."""
+        base, sep, query = uri.partition("?")
+        return "/".join([base.rstrip("/"), *parts]) + sep + query
 
     def exists(self, rel: str) -> bool:
         return self._fs.get_file_info(self._path(rel)).type != pafs.FileType.NotFound
@@ -125,7 +138,7 @@ class IndexLocation:
         written: list[str] = []
 
         def put(rel: str) -> None:
-            if self.remote and not self.uri.startswith("file://"):
+            if self.remote:
                 from vdgr_core.store.conditional import conditional_create
 
                 created = conditional_create(self.join(rel), files[rel])

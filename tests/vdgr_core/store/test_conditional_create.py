@@ -35,6 +35,19 @@ def test_of_racing_s3_writers_exactly_one_wins(s3_server):
     assert loc.read_bytes("manifests/00000007.json") == f"w{won.index(True)}".encode()
 
 
+def test_an_index_uri_with_options_creates_its_files_under_the_index(s3_server):
+    # the query string holds pyarrow.fs options: the files go under the index's prefix (not to
+    # an object named after the index), through pyarrow.fs, which reads those options
+    loc = IndexLocation(f"{s3_server}/index-q?region=us-east-1")
+    assert loc.join("manifests", "00000001.json") == f"{s3_server}/index-q/manifests/00000001.json?region=us-east-1"
+    assert conditional_create(loc.join("manifests", "00000001.json"), b"x") is None
+    assert loc.create_if_absent("manifests/00000001.json", b"first") is True
+    assert loc.create_if_absent("manifests/00000001.json", b"second") is False
+    assert IndexLocation(f"{s3_server}/index-q").read_bytes("manifests/00000001.json") == b"first"
+    assert loc.write_missing({"vectors/ab/block.bin": b"v"}) == 1
+    assert IndexLocation(f"{s3_server}/index-q").read_bytes("vectors/ab/block.bin") == b"v"
+
+
 def test_unknown_schemes_have_no_conditional_create():
     assert conditional_create("memory://x/y", b"z") is None
 
