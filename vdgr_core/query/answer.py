@@ -35,7 +35,10 @@ _COMMAND_Q = re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:command|invocati
 # (not a "non-default value": that sentence is about changing it)
 _DEFAULT_Q = re.compile(r"\bdefaults?\b|\bunless\b|\bif (?:i|you|we) (?:do not|don't|never)\b|\bwithout (?:setting|"
                         r"specifying|changing|configuring)\b|\bif (?:it is |it's )?(?:not set|unset|left unspecified)\b"
-                        r"|\bout of the box\b", re.I)
+                        r"|\bout of the box\b"
+                        r"|\b(?:has|have|is|are|was)\s+(?:never|not)\s+(?:been\s+)?(?:set|given|specified|configured)\b"
+                        r"|\bif\s+no\s+\S+(?:\s+\S+)?\s+(?:is|are|has|have)\s+(?:ever\s+)?(?:been\s+)?(?:set|given|specified)\b"
+                        r"|\bwithout\s+(?:an?|any)\s+\S+\s+(?:argument|option|value|setting)\b|\bwhen\s+omitted\b", re.I)
 _DEFAULT_S = re.compile(r"(?<!non-)(?<!non )\bdefaults?\b|\b(?:if|when) (?:it is )?(?:not set|unset|not specified|unspecified|left unspecified|"
                         r"omitted)\b|\bunless\b", re.I)
 # a sentence that leans on the one before it ("Use of this algorithm is recommended ...", "The

@@ -256,6 +256,10 @@ def test_a_question_about_a_default_gets_the_sentence_stating_that_default():
     # the question's argument decides which of the entry's defaults is stated
     answer = extractive_answer("Which URI do HTTP health checks request unless I set one?", evidence)
     assert 'It defaults to "/"' in answer and "OPTIONS" not in answer
+    # other ways of asking what holds when nothing was set
+    for q in ("Which method do HTTP health checks use if no method has been specified?",
+              "Which HTTP method do health checks send when started without a method argument?"):
+        assert 'When not set, the "OPTIONS" method is used' in extractive_answer(q, evidence), q
     # a question that is not about a default is answered as before: no default sentence forced in
     answer = extractive_answer("Which HTTP method can health checks use?", evidence)
     assert "When not set" not in answer
