@@ -96,14 +96,17 @@ def _unit(w: np.ndarray) -> np.ndarray:
 
 
 def _neighbours(lay: DomainLayout, nodes: np.ndarray, synonyms: bool) -> np.ndarray:
-    """Local nodes adjacent to ``nodes`` (graph edges, plus synonym edges of entity nodes)."""
+    """Local nodes adjacent to ``nodes`` (graph edges, plus synonym edges of entity nodes), with
+    repeats: an entity mentioned by many passages lists them all, and the caller marks them in
+    a mask of the domain's nodes (linear, where a sort or hash of the list took most of the walk's
+    time)."""
     g = lay.graph
     out, _ = csr_gather(g.indptr, g.indices, nodes)
     if synonyms and lay.ne:
         ent = nodes[nodes >= lay.nc] - lay.nc
         syn, _ = csr_gather(lay.synonyms.indptr, lay.synonyms.indices, ent)
         out = np.concatenate([np.asarray(out, dtype=np.int64), np.asarray(syn, dtype=np.int64) + lay.nc])
-    return np.unique(np.asarray(out, dtype=np.int64))
+    return np.asarray(out, dtype=np.int64)
 
 
 def neighbourhood(lay: DomainLayout, seeds: np.ndarray, allowed: np.ndarray, synonyms: bool) -> np.ndarray:
@@ -117,8 +120,9 @@ def neighbourhood(lay: DomainLayout, seeds: np.ndarray, allowed: np.ndarray, syn
     for _ in range(HOPS):
         if count >= MAX_NODES or not len(frontier):
             break
-        nxt = _neighbours(lay, frontier, synonyms)
-        nxt = nxt[allowed[nxt] & ~reached[nxt]]
+        new = np.zeros(len(allowed), dtype=bool)
+        new[_neighbours(lay, frontier, synonyms)] = True
+        nxt = np.flatnonzero(new & allowed & ~reached)
         if count + len(nxt) > MAX_NODES:
             break
         reached[nxt] = True

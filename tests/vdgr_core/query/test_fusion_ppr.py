@@ -146,6 +146,23 @@ def test_ppr_matches_closed_form_on_hand_made_graph():
     assert got[1] > got[2] and got[0] > got[2]
 
 
+def test_ppr_sums_repeated_edges_and_leaves_its_input_alone():
+    # the same graph as above, its edges given as unsummed repeats (0-1 twice at 0.5, 3->4 as 1 + 1)
+    indptr = np.array([0, 2, 4, 6, 9, 9])
+    indices = np.array([1, 1, 0, 2, 1, 3, 2, 4, 4])
+    data = np.array([0.5, 0.5, 1, 1, 1, 1, 1, 1, 1])
+    repeated = sp.csr_matrix((data, indices, indptr), shape=(5, 5))
+    assert not repeated.has_canonical_format
+    before = (repeated.data.copy(), repeated.indices.copy(), repeated.indptr.copy())
+    p = np.array([1.0, 0, 0, 0, 0])
+    adj = np.zeros((5, 5))
+    for a, b in [(0, 1), (1, 2), (2, 3)]:
+        adj[a, b] = adj[b, a] = 1.0
+    adj[3, 4] = 2.0
+    assert np.allclose(personalized_pagerank(repeated, p), personalized_pagerank(sp.csr_matrix(adj), p), atol=1e-12)
+    assert all(np.array_equal(x, y) for x, y in zip(before, (repeated.data, repeated.indices, repeated.indptr)))
+
+
 def test_ppr_prefers_nodes_near_the_seed():
     # two triangles joined by one edge; seed in the left one
     edges = [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4, 5), (3, 5)]
