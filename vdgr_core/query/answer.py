@@ -135,14 +135,14 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     if not scored:
         return NO_ANSWER
     scored.sort(key=lambda x: (-x.score, x.n, x.unit.pos))
-    best = _pick(scored, MAX_SENTENCES)
+    best = _pick(scored, MAX_SENTENCES, qterms)
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
         return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)), default_q)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
-        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION)
+        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION, qterms)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
 
@@ -258,7 +258,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
     by_pos = {s.unit.pos: s for s in mine}
     if not is_definition(ev):       # prose: the best units of the top items, as they score
-        return _join(_with_subjects(_pick(scored, MAX_SENTENCES), scored), how)
+        return _join(_with_subjects(_pick(scored, MAX_SENTENCES, qterms), scored), how)
     if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
         return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
     head, covered = _head(ev, [s.unit for s in mine])
@@ -411,14 +411,15 @@ def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) 
     return ("\n" if any(multi for _, multi in out) else " ").join(t for t, _ in out)
 
 
-def _pick(scored: Sequence[_Scored], budget: int) -> list[_Scored]:
+def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = ()) -> list[_Scored]:
     """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
     costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
     and :data:`FLOOR`; the best unit is always taken, with the sentence after it in its
-    paragraph when that holds a question word (a point is often made in two sentences:
-    "ACLs are built on the same core as the maps ... The only real difference is that ...
-    they only return "found""). A text quoted once is not quoted again (two items may
-    repeat a sentence)."""
+    paragraph when that holds a question word (``qterms``) the best one lacks (a point made in
+    two sentences: "ACLs are built on the same core as the maps ... The only real difference
+    is that ... they only return "found""; a next sentence that only repeats the best one's
+    words would take the place of another item's fact). A text quoted once is not quoted again
+    (two items may repeat a sentence)."""
     out, left = [], budget
     floor = max(FLOOR, FOLLOW_SHARE * scored[0].score) if scored else FLOOR
     at = {(s.n, s.unit.pos): s for s in scored}
@@ -439,11 +440,17 @@ def _pick(scored: Sequence[_Scored], budget: int) -> list[_Scored]:
         take(s, cost)
         nxt = at.get((s.n, s.unit.pos + 1))
         if len(out) == 1 and left > 0 and nxt is not None and nxt.unit.kind == "sentence" \
-                and nxt.unit.para == s.unit.para and nxt.score > FLOOR:
+                and nxt.unit.para == s.unit.para and _adds_terms(qterms, s.unit.text, nxt.unit.text):
             take(nxt, 1)
         if left <= 0:
             break
     return out
+
+
+def _adds_terms(qterms: Sequence[str], have: str, more: str) -> bool:
+    """Whether ``more`` holds a question word that ``have`` lacks."""
+    lacking = missing_terms(qterms, [have])
+    return len(missing_terms(lacking, [more])) < len(lacking)
 
 
 def _score(qterms, u: Unit, how: bool) -> float:

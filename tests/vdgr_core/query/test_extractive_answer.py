@@ -298,3 +298,16 @@ def test_a_question_asking_what_something_is_is_answered_from_the_sentence_defin
     answer = extractive_answer("What does a fast-forward merge mean, and does it create a merge commit?", evidence)
     assert "A fast-forward is a special type of merge" in answer
     assert "you do not make a new merge commit" in answer        # the sentence after it
+
+
+def test_a_next_sentence_that_adds_no_question_word_leaves_its_place_to_another_items_fact():
+    # a multi-hop question: the next sentence of the best one only repeats its words; the place
+    # goes to the other item's sentences, the answer ("Rocky Mountains") among them
+    first = ("Norris Mountain is located in the Lewis Range, in the state of Montana. It is situated along "
+             "the Continental Divide, near another mountain.")
+    second = ("The Rocky Mountain Front and its island range mark the landscape. "
+              "Geologically, most of the state's mountain range lies within the Rocky Mountains.")
+    evidence = [ev(first, title="Norris Mountain"), ev(second, title="Montana", n=2)]
+    answer = extractive_answer("To which group of mountains does the range of Norris Mountain belong?", evidence)
+    assert "located in the Lewis Range" in answer and "lies within the Rocky Mountains" in answer
+    assert "Continental Divide" not in answer
