@@ -108,9 +108,12 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     are never quoted. A unit is scored by the share of the question's words it holds, plus a
     small bonus for better evidence: a table row with its header; a block, for a how-to
     question or one asking for a command (:data:`_COMMAND_Q`), with the sentence leading it
-    (then quoted with it), else by its best line. The
-    best unit is always quoted; the next ones while they fit :data:`MAX_SENTENCES` (a block
-    costs one per line) and score above :data:`FOLLOW_SHARE` of the best.
+    (then quoted with it), else by its best line. A sentence naming a default gets
+    :data:`DEFAULT_BONUS` for a question about one; a sentence defining what a "what is X"
+    question names gets :data:`DEFINITION_BONUS` (:func:`defines`). The
+    best unit is always quoted, with the sentence after it when that adds a question word; the
+    next ones while they fit :data:`MAX_SENTENCES` (a block costs one per line) and score above
+    :data:`FOLLOW_SHARE` of the best (:func:`_pick`).
 
     When units of more than one product version score at least :data:`VERSION_SHARE` of the
     best and the question names none of them (a caller's version filter leaves one version in
