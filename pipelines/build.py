@@ -218,34 +218,13 @@ def _table_rows(annotated, dead, cooccurrence, merged, directory_parts, director
 
 
 def _write_tables(outputs: dict[str, list], index: str, dim: int) -> dict[str, list]:
-    """Write every collection of ``outputs`` as fragments of its table; table name -> the staged
-    records of each. The tables layouts are built from (:data:`BY_DOMAIN`) are written one
-    domain at a time (:func:`_gathered_by_domain`), the others by the bundle that holds them."""
-    out = {}
-    for name, parts in outputs.items():
-        def write(rows, label: str, name=name):
-            return rows | label >> WriteFragments(
-                index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
-                partition=_by_domain if name in BY_DOMAIN else None,
-                facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
-        if name in BY_DOMAIN:
-            out[name] = [write(_gathered_by_domain(parts, name), f"Write {name}")]
-        else:
-            out[name] = [write(rows, f"Write {name} {i}") for i, rows in enumerate(parts)]
-    return out
-
-
-def _gathered_by_domain(parts: list, name: str):
-    """The rows of ``parts`` (one table's collections) gathered by domain: written where they
-    meet, a domain's rows make a few large fragments rather than one small one per source
-    collection, bundle and domain (265 fragments of edges at 10k chunks on two worker pools,
-    each read by every scalar index and by the domain's layout). A domain's rows stream through
-    (a runner may page a large group in); the writer holds at most ``MAX_ROWS`` of a domain."""
-    return (parts
-            | f"All {name} rows" >> beam.Flatten()
-            | f"Key {name} by domain" >> beam.Map(lambda r: (r["domain"], r))
-            | f"Gather {name} by domain" >> beam.GroupByKey()
-            | f"{name} of a domain" >> beam.FlatMap(lambda kv: kv[1]))
+    """Write every collection of ``outputs`` as fragments of its table (by domain for the tables
+    layouts are built from); table name -> the staged records of each."""
+    return {name: [rows | f"Write {name} {i}" >> WriteFragments(
+        index, name, T.schema_for(name, dim), max_rows=MAX_ROWS.get(name, 4096),
+        partition=_by_domain if name in BY_DOMAIN else None,
+        facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
+        for i, rows in enumerate(parts)] for name, parts in outputs.items()}
 
 
 def _write_new_vectors(embedded: list, index: str, dim: int):

@@ -133,21 +133,6 @@ def test_restricted_text_does_not_leak_into_public_summaries(built):
             assert "ZETA-77" not in d["summary"] and "backdoor" not in d["summary"].lower()
 
 
-def test_the_tables_layouts_are_built_from_hold_one_fragment_a_domain(built):
-    # directories, entities and edges come from several steps and bundles; they are gathered by
-    # domain before they are written, so each domain's rows make one fragment (at this size)
-    from pipelines.build import BY_DOMAIN
-    from vdgr_core.store.fragments import lance_module, table_uri
-
-    _, index, _ = built
-    versions = IndexReader(index).manifest.table_versions
-    for name in BY_DOMAIN:
-        ds = lance_module().dataset(table_uri(index, name), version=versions[name])
-        domains = [set(f.to_table(columns=["domain"]).column("domain").to_pylist()) for f in ds.get_fragments()]
-        assert all(len(d) == 1 for d in domains), name
-        assert len(domains) == len(set().union(*domains)), (name, domains)
-
-
 def test_containment_edges_form_a_tree(built):
     _, index, _ = built
     reader = IndexReader(index)
