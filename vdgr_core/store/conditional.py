@@ -10,7 +10,8 @@ Two writers racing for the same manifest generation must not both succeed. ``pya
 * ``gs://``: google-cloud-storage ``upload_from_string(..., if_generation_match=0)`` (HTTP 412).
 
 :func:`conditional_create` returns None for any other scheme, for a URI with a query string (its
-options are ``pyarrow.fs``'s), or when the client library is not installed (install the ``s3`` or ``gcs`` extra); the caller then falls back to
+options are ``pyarrow.fs``'s), or when the client library is not installed (install the ``s3``
+or ``gcs`` extra); the caller then falls back to
 check-write-read-back and says so once in the log.
 """
 from __future__ import annotations

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from vdgr_core.store.failpoints import failpoint
 from vdgr_core.store.lance_store import storage_options
+from vdgr_core.store.location import IndexLocation
 
 #: Lance's data file format for every fragment (a table's fragments must agree)
 STORAGE_VERSION = "2.2"
@@ -60,8 +61,7 @@ def table_uri(index_uri: str, name: str) -> str:
     >>> table_uri("s3://bucket/index?region=eu-west-1", "contents")
     's3://bucket/index/lance/contents.lance?region=eu-west-1'
     """
-    base, sep, query = str(index_uri).partition("?")      # a query string stays at the end
-    return base.rstrip("/") + f"/lance/{name}.lance" + sep + query
+    return IndexLocation.join_uri(str(index_uri), "lance", f"{name}.lance")
 
 
 def write_fragments(index_uri: str, name: str, rows: pa.Table, *, replace: bool = False) -> list[str]:
