@@ -16,7 +16,8 @@ cut a sentence at a source line break, so the text is read as blocks first:
   with the sentence before it as its lead;
 - **lines**: any other paragraph of several lines kept apart (an HTML list, a code block) is
   one unit, unless no line of it closes with punctuation: then it is a table whose cells lost
-  their separators (HTML), each line a row under the first;
+  their separators (HTML), each line a row under the first (not an interactive session:
+  ``>>>`` / ``...`` prompts, a doctest, stays one block);
 - **sentences**: the rest, split on sentence boundaries (:func:`vdgr_core.sentences.split_sentences`
   on the rejoined paragraph).
 
@@ -40,6 +41,7 @@ WRAP_MIN_CHARS = 50          # a line this long ending in a lower-case word is h
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|\(\d{1,3}\)|[-*•‣▪◦+])\s+\S")
 _ROW = re.compile(r"\S\s*\|\s*\S")
 _COMMAND = re.compile(r"^\s*(?:[$#]\s+[\w./~-]|sudo\s+\S|[a-z][\w.+-]*(?:\s+\S+)*?\s+--?[a-z][\w-]*)")
+_PROMPT = re.compile(r"^(?:>>>|\.\.\.)(?:\s|$)")   # an interactive session (a doctest): code
 _CLOSED = re.compile(r"[.!?:;][\"'`)\]]*$")     # a line ending a sentence or a clause
 
 
@@ -116,7 +118,7 @@ def _is_heading(line: str, titles: set[str]) -> bool:
     if s.casefold() in titles:
         return True
     return (len(s.split()) <= HEADING_MAX_WORDS and not re.search(r"[.!?:;,]$", s)
-            and not _ITEM.match(s) and "|" not in s and s.count("(") == s.count(")")
+            and not _ITEM.match(s) and not _PROMPT.match(s) and "|" not in s and s.count("(") == s.count(")")
             and not re.search(r"\w[/.@]\w", s))         # a URL, a path or an address is not a title
 
 
@@ -200,7 +202,8 @@ def answer_units(text: str, titles: Iterable[str] = ()) -> list[Unit]:
                     add("command", "\n".join(part), last_sentence)
             else:
                 run = [r for r in run if r.casefold() not in heads]
-                if len(run) > 2 and not any(_CLOSED.search(r) for r in run):
+                if len(run) > 2 and not any(_CLOSED.search(r) for r in run) \
+                        and not any(_PROMPT.match(r) for r in run):
                     # lines without closing punctuation: a table (or menu) whose cells lost
                     # their separators; each line is a row under the first
                     for ln in run[1:]:

@@ -81,6 +81,15 @@ def test_root_prompt_commands_are_one_block():
         ("sentence", "Install them by the following."), ("command", "# apt-get update\n# apt-get install mc vim")]
 
 
+def test_an_interactive_session_is_one_block_not_a_table():
+    text = "Connect and count the rows:\n\n>>> con = sqlite3.connect(\"t.db\")\n>>> cur = con.execute(\"SELECT 1\")\n" \
+           ">>> cur.fetchone()\n(1,)"
+    units = answer_units(text)
+    assert [u.kind for u in units] == ["sentence", "lines"]
+    assert units[1].text.splitlines()[0] == '>>> con = sqlite3.connect("t.db")'
+    assert units[1].quoted().startswith("Connect and count the rows:\n>>> con")
+
+
 def test_a_long_list_is_cut_between_items_never_inside_one():
     items = [f"{i}. Step number {i} of the long procedure." for i in range(1, MAX_BLOCK_LINES + 4)]
     units = answer_units("\n".join(items))
