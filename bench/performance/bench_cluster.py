@@ -188,6 +188,15 @@ def _build_id(index: str) -> str:
     return read_manifest(index).build_id
 
 
+def _keep_manifest(index: str, out: Path) -> None:
+    """Copy a build's manifest beside its log, so two builds whose ids differ can be compared
+    table by table and domain by domain (``table_digests``, ``domain_digests``)."""
+    from vdgr_core.store.manifest import read_manifest
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(read_manifest(index).to_json())
+
+
 def _chunks(index: str) -> int:
     from vdgr_core.store.manifest import read_manifest
 
@@ -253,6 +262,7 @@ def run_size(label: str, work: Path, s3, requests: RequestLog, modes=MODES, prof
                      "commit_share": round(stages.get("commit_s", 0.0) / r["wall_s"], 3),
                      "driver_commit_share": round(driver_commit / r["wall_s"], 3),
                      "build_id": _build_id(index), "chunks": _chunks(index)})
+        _keep_manifest(index, work / "logs" / f"{label}_{tag}.manifest.json")
         if index.startswith("s3://"):      # moto keeps objects in memory: ~2 GB an index at 100k
             delete_prefix(client, f"{label}/index-{tag}/")
         print(json.dumps(rows[-1]), flush=True)
