@@ -1,8 +1,8 @@
 """Debian documentation packages as corpora: real reference manuals nobody here wrote.
 
-``python -m bench.prepare.debian_docs [--set servers|sqlite-python] [--out DIR]``
+``python -m bench.prepare.debian_docs [--set servers|sqlite-python|tools] [--out DIR]``
 
-Two sets (:data:`SETS`), each with its own question file under ``bench/data``. Packages are
+Three sets (:data:`SETS`), each with its own question file under ``bench/data``. Packages are
 fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (never committed), each one
 domain of the corpus, its HTML files laid out as the package installs them under
 ``/usr/share/doc``.
@@ -26,6 +26,18 @@ written later, on which nothing was chosen before it existed:
   with every PRAGMA on one page, the CLI, the C interface one page a function, release logs);
 - ``python`` (python3.11-doc): the Python 3.11 documentation (library reference as Sphinx
   definition lists of functions, classes and options; tutorial, how-tos, FAQ, C API).
+
+``tools`` (``bench/work/debian3``; bench/data/debian3_questions.jsonl), a third set, written
+after the other two, on which nothing was chosen before it existed:
+
+- ``ffmpeg`` (ffmpeg-doc): the FFmpeg manuals (Texinfo HTML: the tools, codecs, formats,
+  protocols and filters, each page with hundreds of options as definition lists; the
+  ``*-all.html`` pages repeat the component pages in one);
+- ``vim`` (vim-doc): Vim's help files as HTML (the user manual and the reference manual, one
+  page a help file: commands, options and their defaults as preformatted text);
+- ``debref`` (debian-reference-en): the Debian Reference (DocBook HTML, one page a chapter, as
+  installed under ``/usr/share/debian-reference``: a how-to book on system administration, with
+  tables of packages and commands).
 
 Only ``.html`` files are taken (the packages also ship the sources of their pages as ``.txt``,
 the same text again). The versions fetched are written to ``<out>/versions.json``: gold answers
@@ -70,6 +82,11 @@ SETS: dict[str, DocSet] = {
         "sqlite": ("sqlite3-doc", "usr/share/doc/sqlite3"),
         "python": ("python3.11-doc", "usr/share/doc/python3.11/html"),
     }, REPO / "bench" / "work" / "debian2", REPO / "bench" / "data" / "debian2_questions.jsonl"),
+    "tools": DocSet("tools", {
+        "ffmpeg": ("ffmpeg-doc", "usr/share/doc/ffmpeg/manual"),
+        "vim": ("vim-doc", "usr/share/doc/vim/html"),
+        "debref": ("debian-reference-en", "usr/share/debian-reference"),
+    }, REPO / "bench" / "work" / "debian3", REPO / "bench" / "data" / "debian3_questions.jsonl"),
 }
 
 

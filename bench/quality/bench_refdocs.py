@@ -3,7 +3,8 @@
 ``python -m bench.quality.bench_refdocs [--set S] [--label L] [--peers] [--configs default,...] [--write]``
 
 The corpus is a set of :mod:`bench.prepare.debian_docs` (``--set``): ``servers`` (default;
-bind9, haproxy, git, zsh and rsyslog) or ``sqlite-python`` (sqlite3-doc and python3.11-doc),
+bind9, haproxy, git, zsh and rsyslog), ``sqlite-python`` (sqlite3-doc and python3.11-doc) or
+``tools`` (ffmpeg-doc, vim-doc, debian-reference-en; ``bench/data/debian3_questions.jsonl``, 60),
 their HTML manuals as Debian installs them, fetched by ``apt-get download``, never committed.
 The questions (``servers``: ``bench/data/debian_questions.jsonl``, 130, 26 a product;
 ``sqlite-python``: ``bench/data/debian2_questions.jsonl``, 64, 32 a product; half of them not
@@ -253,7 +254,8 @@ def run_system(name: str, ask: Callable[[dict], dict], questions: list[dict], wa
 #: per set: its report under bench/out, its block of BENCHMARKS.md, its --set argument as the command shows it
 OUTS = {"servers": (OUT, "refdocs", ""),
         "sqlite-python": (REPO / "bench" / "out" / "refdocs_sqlite-python.json", "refdocs_sqlite_python",
-                          " --set sqlite-python")}
+                          " --set sqlite-python"),
+        "tools": (REPO / "bench" / "out" / "refdocs_tools.json", "refdocs_tools", " --set tools")}
 
 
 def render(report: dict, docset: DocSet = SETS["servers"]) -> str:

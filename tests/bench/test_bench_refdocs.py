@@ -14,7 +14,8 @@ GOLD = {"document": "zsh/html/Options.html", "answer": "BG_NICE (-6) Run all bac
 
 # per set: the fewest questions, the product names an unnamed question may not use
 _SETS = {"servers": (120, r"\b(?:bind|named|haproxy|git|zsh|rsyslogd?)\b"),
-         "sqlite-python": (60, r"sqlite|python|cpython|\bpip\b")}
+         "sqlite-python": (60, r"sqlite|python|cpython|\bpip\b"),
+         "tools": (60, r"ffmpeg|ffprobe|ffplay|libav|\bvim\b|\bgvim\b|\bvi\b|debian|\bapt\b|apt-get|dpkg")}
 
 
 @pytest.mark.parametrize("name", sorted(_SETS))
