@@ -30,7 +30,7 @@ from schemas.records import DeadLetter
 from transforms.documents import SKIPPED, AnnotateDocuments, ReadTasks, log_fallback
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import PublishStaged, StageRows
+from transforms.write import CountRows, PublishStaged, StageRows
 from transforms.read import open_read
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.indexing.annotate import annotate_chunks
@@ -151,7 +151,8 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
     }
     staged = [rows | f"Stage {name}" >> StageRows(name, staging.prefix(name), schema, digest=False)
               for name, (rows, schema) in outputs.items()]
-    _ = staged | "All staged" >> beam.Flatten() | "Publish staged" >> PublishStaged(staging.root)
+    counts = [rows | f"Count {name}" >> CountRows(name) for name, (rows, _schema) in outputs.items()]
+    _ = [*staged, *counts] | "All staged" >> beam.Flatten() | "Publish staged" >> PublishStaged(staging.root)
 
 
 def read_staged(staging: Staging, dim: int, counter) -> ArrivingRows:

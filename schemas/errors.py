@@ -84,6 +84,12 @@ class PipelineFailedError(VdgrError):
     the run was committed."""
 
 
+class RowsLostError(VdgrError):
+    """Fewer (or more) rows of a table reached its writers than the steps before them produced:
+    the runner lost or repeated elements between steps. The publish step refuses, so the build
+    fails and nothing of the run is committed."""
+
+
 class RunnerUnavailableError(VdgrError):
     """The named Beam runner could not start here (its job server jar cannot be had, no Java,
     its Beam extra not installed); no job ran and nothing was committed."""

@@ -22,7 +22,7 @@ from transforms.documents import SKIPPED, ReadTasks
 from transforms.embed import NEW_VECTORS, EmbedInBatches
 from transforms.merge import ENTITY_STATS, CooccurrenceEdges, MergeEntities
 from transforms.parse import DEAD_LETTER, ParseDocuments
-from transforms.write import PublishStaged, StageRows
+from transforms.write import CountRows, PublishStaged, StageRows
 from vdgr_core.corpus import CorpusScan
 from vdgr_core.ids import chunk_id, entity_id
 from vdgr_core.indexing.annotate import annotate_offline
@@ -238,6 +238,36 @@ def test_staged_rows_are_bounded_files_listed_with_their_digests(tmp_path):
     names = sorted(f.name for f in (tmp_path / "index" / "_staging" / "run" / "t").iterdir())
     assert not [n for n in names if n.startswith(".tmp")]
     assert all(n.startswith("part-") and "-of-" in n for n in names)
+
+
+def _publish_counted(tmp_path, rows: list, counted: list):
+    """Stage ``rows`` as table t and publish beside a count of ``counted`` taken for t."""
+    from pipelines.staging import Staging
+
+    staging = Staging.new(str(tmp_path / "index"), "run")
+    schema = pa.schema([("id", pa.string()), ("domain", pa.string())])
+    with _pipeline() as p:
+        staged = p | "rows" >> beam.Create(rows) | StageRows("t", staging.prefix("t"), schema, max_rows=3)
+        count = p | "counted" >> beam.Create(counted) | CountRows("t")
+        _ = (staged, count) | beam.Flatten() | PublishStaged(staging.root)
+    return staging
+
+
+def test_a_table_whose_writers_wrote_every_counted_row_is_published(tmp_path):
+    rows = [{"id": f"r{i}", "domain": "a"} for i in range(7)]
+    staging = _publish_counted(tmp_path, rows, rows)
+    assert staging.staged().rows == {"t": 7}
+    assert not [r for r in staging.staged().records if r.get("kind") == "expected"]
+
+
+def test_rows_lost_between_the_count_and_the_writers_fail_the_publish(tmp_path):
+    from schemas.errors import RowsLostError
+
+    rows = [{"id": f"r{i}", "domain": "a"} for i in range(7)]
+    with pytest.raises(Exception, match=r"t: 6 written of 7") as err:
+        _publish_counted(tmp_path, rows[:6], rows)        # a runner dropped one row before the writer
+    assert RowsLostError.__name__ in repr(err.value) or isinstance(err.value, RowsLostError)
+    assert not (tmp_path / "index" / "_staging" / "run" / "staged.json").exists()
 
 
 if __name__ == "__main__":
