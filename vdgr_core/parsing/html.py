@@ -18,6 +18,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 from schemas.errors import DeadLetterReason, DocumentError
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import Segment, split_entries
+from vdgr_core.parsing.helpfile import HelpPart, help_parts
 from vdgr_core.parsing.html_tree import html_soup
 from vdgr_core.parsing.toc import RESUME, build_document, entry_level
 
@@ -80,10 +81,11 @@ _WORDS = re.compile(r"[^\W_]+")
 #: anchors opens entries; html-10: an anchor inside a list or a table opens none, an entry
 #: list keeps what it holds besides its terms; html-11: a term's forms on lines of their own
 #: are joined with ", ", a note box's heading is its label, class "nav" is furniture; html-12:
-#: a table of contents in a definition list opens no entries); part of the content rules
+#: a table of contents in a definition list opens no entries; html-13: a <pre> holding a help
+#: file in Vim's tagged format is read as its sections and tagged entries); part of the content rules
 #: recorded in the manifest (vdgr_core.safety.content_rules), so a change re-parses every
 #: HTML document
-PARSER_VERSION = "html-12"
+PARSER_VERSION = "html-13"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")
@@ -182,6 +184,23 @@ class _Collector:
             else:
                 self.entry(_cut_title(seg.term))
             self.text("\n".join(seg.lines))
+            self.brk(2)
+        self.resume()
+
+    def _pre_help(self, parts: list[HelpPart]) -> None:
+        """A preformatted block that is a whole help file in Vim's tagged format
+        (:mod:`vdgr_core.parsing.helpfile`): its sections are headings below the page's, its
+        tagged items entries, lines as they are."""
+        base = self.section[0]
+        self.brk(2)
+        for part in parts:
+            if part.kind == "heading":
+                self.heading(base + part.depth, part.title)
+            elif part.kind == "entry":
+                self.entry(_cut_title(part.title))
+            else:
+                self.resume()
+            self.text("\n".join(part.lines))
             self.brk(2)
         self.resume()
 
@@ -307,6 +326,8 @@ class _Collector:
             self.in_anchored = True
         elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
             self._entry_list(child, in_pre)
+        elif name == "pre" and self._may_open_entry() and (parts := _help_file(child)) is not None:
+            self._pre_help(parts)
         elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
             self._pre_entries(segments)
         elif name == "ul" and self._may_open_entry() and (terms := _list_terms(child)) is not None:
@@ -402,6 +423,11 @@ def _in_admonition(tag: Tag) -> bool:
     return any(isinstance(p, Tag) and p.name in ("div", "aside", "section")
                and not _ADMONITIONS.isdisjoint(str(c).lower() for c in (p.get("class") or ()))
                for p in tag.parents)
+
+
+def _help_file(pre: Tag) -> "list[HelpPart] | None":
+    """A ``<pre>`` that holds a tagged help file, as its sections and entries, or None."""
+    return help_parts("".join(_visible_strings(pre)).split("\n"))
 
 
 def _option_list(pre: Tag) -> "list[Segment] | None":
