@@ -12,8 +12,9 @@ cut a sentence at a source line break, so the text is read as blocks first:
   wrapped continuation lines, are one unit; the sentence before them is their ``lead``;
 - **rows**: a table row (a line with ``|`` between cells) is one unit; the table's first row
   is its ``lead``;
-- **commands**: a shell command line (``$ cmd``, ``# cmd``, ``sudo cmd``, ``cmd --option``) is one unit
-  with the sentence before it as its lead;
+- **commands**: a shell command line (``$ cmd``, ``# cmd``, ``sudo cmd``, ``cmd --option``, or
+  alone as a paragraph ``cmd`` with a quoted, path or operator argument) is one unit with the
+  sentence before it as its lead;
 - **lines**: any other paragraph of several lines kept apart (an HTML list, a code block) is
   one unit, unless no line of it closes with punctuation: then it is a table whose cells lost
   their separators (HTML), each line a row under the first (not an interactive session:
@@ -42,6 +43,7 @@ _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|\(\d{1,3}\)|[-*•‣▪◦+])\s+\S")
 _ROW = re.compile(r"\S\s*\|\s*\S")
 _COMMAND = re.compile(r"^\s*(?:[$#]\s+[\w./~-]|sudo\s+\S|[a-z][\w.+-]*(?:\s+\S+)*?\s+--?[a-z][\w-]*)")
 _PROMPT = re.compile(r"^(?:>>>|\.\.\.)(?:\s|$)")   # an interactive session (a doctest): code
+_CODE_CHARS = re.compile(r"[:'\"$={}<>/\\]")      # an argument holding one reads as code
 _CLOSED = re.compile(r"[.!?:;][\"'`)\]]*$")     # a line ending a sentence or a clause
 
 
@@ -93,6 +95,16 @@ def _paragraphs(text: str) -> list[list[str]]:
     return [p for p in out if p]
 
 
+def _code_like(s: str) -> bool:
+    """A line that reads as a command with code-like arguments (``git show :/'as revision
+    23456'``): a lower-case first word, an argument holding a quote, a path or an operator,
+    and no closing punctuation. Taken for a command only standing alone as a paragraph: a
+    hard-wrapped line of prose can look the same (``difference is that ... return "found" or``)."""
+    words = s.split()
+    return (len(words) >= 2 and s[:1].islower() and not _CLOSED.search(s) and len(s) < 200
+            and any(_CODE_CHARS.search(w) for w in words[1:]))
+
+
 def _kind(line: str) -> str:
     if _ITEM.match(line):
         return "item"
@@ -127,6 +139,8 @@ def _lines(par: list[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for line in par:
         k = _kind(line)
+        if k == "text" and len(par) == 1 and _code_like(line.strip()):
+            k = "command"       # a code line standing alone, not a hard-wrapped line of prose
         if out and k == "text":
             pk, pl = out[-1]
             if (pk == "item" and not _CLOSED.search(pl.rstrip())) or (pk == "text" and _joins(pl, line)) \

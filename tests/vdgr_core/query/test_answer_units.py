@@ -81,6 +81,21 @@ def test_root_prompt_commands_are_one_block():
         ("sentence", "Install them by the following."), ("command", "# apt-get update\n# apt-get install mc vim")]
 
 
+def test_a_code_line_alone_is_a_command_not_a_heading():
+    text = ("Git can find a commit by a regular expression on its message:\n\n"
+            "git show :/'as revision 23456'\n\nwill show the converted changeset.")
+    units = answer_units(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "Git can find a commit by a regular expression on its message:"),
+        ("command", "git show :/'as revision 23456'"), ("sentence", "will show the converted changeset.")]
+
+
+def test_a_wrapped_line_of_prose_with_a_quote_stays_prose():
+    text = ('The only real difference is that instead of returning a sample, they only return "found" or\n'
+            '"not found" to the caller.')
+    assert [u.kind for u in answer_units(text)] == ["sentence"]
+
+
 def test_an_interactive_session_is_one_block_not_a_table():
     text = "Connect and count the rows:\n\n>>> con = sqlite3.connect(\"t.db\")\n>>> cur = con.execute(\"SELECT 1\")\n" \
            ">>> cur.fetchone()\n(1,)"
