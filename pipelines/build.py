@@ -194,10 +194,10 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, scan: CorpusScan, *, m
                | "Layout fragments" >> beam.Flatten()
                | "Domain layouts" >> BuildLayouts(config.index, dim, layout_options(slices.store)))
     cache = _write_new_vectors([embedded, *directory_embedded], config.index, dim)
-    counts = _counted({T.CONTENTS: [content_rows], **outputs})
+    counts = CountRows.of({T.CONTENTS: [content_rows], **outputs})
     # one step publishes every record once all bundles (and the shard and layout builds) are done,
     # and only if every table's writers wrote the rows counted beside them
-    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache, *counts]
+    _ = ([*(r for rs in written.values() for r in rs), content_fragments, shards, layouts, cache, counts]
          | "All staged records" >> beam.Flatten()
          | "Publish staged" >> PublishStaged(staging.root))
 
@@ -227,13 +227,6 @@ def _write_tables(outputs: dict[str, list], index: str, dim: int) -> dict[str, l
         partition=_by_domain if name in BY_DOMAIN else None,
         facts=DomainFacts.of_documents if name == T.DOCUMENTS else None)
         for i, rows in enumerate(parts)] for name, parts in outputs.items()}
-
-
-def _counted(outputs: dict[str, list]) -> list:
-    """A row count of each collection of ``outputs`` (table name -> row collections), as staged
-    records the publish step checks the writers' records against (transforms/write.py)."""
-    return [rows | f"Count {name} {i}" >> CountRows(name)
-            for name, parts in outputs.items() for i, rows in enumerate(parts)]
 
 
 def _write_new_vectors(embedded: list, index: str, dim: int):

@@ -151,8 +151,8 @@ def changed_documents_pipeline(p: beam.Pipeline, config: BuildConfig, scan: Corp
     }
     staged = [rows | f"Stage {name}" >> StageRows(name, staging.prefix(name), schema, digest=False)
               for name, (rows, schema) in outputs.items()]
-    counts = [rows | f"Count {name}" >> CountRows(name) for name, (rows, _schema) in outputs.items()]
-    _ = [*staged, *counts] | "All staged" >> beam.Flatten() | "Publish staged" >> PublishStaged(staging.root)
+    counts = CountRows.of({name: [rows] for name, (rows, _schema) in outputs.items()})
+    _ = [*staged, counts] | "All staged" >> beam.Flatten() | "Publish staged" >> PublishStaged(staging.root)
 
 
 def read_staged(staging: Staging, dim: int, counter) -> ArrivingRows:

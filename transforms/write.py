@@ -200,21 +200,44 @@ def _check_counts(records: list, written: dict) -> None:
 
 
 class CountRows(beam.PTransform):
-    """Rows of table ``table`` -> one staged record of their number, taken on a branch beside the
-    writers. The publish step checks it against the rows the writers' records name, so a row a
-    runner drops (or repeats) between the producing step and the writer fails the build instead
-    of publishing a smaller index (two of five 100k builds on two worker pools lost rows in a
-    grouping step: docs/DECISIONS.md)."""
+    """Rows of tables -> one staged record per table of their number, taken on a branch beside
+    the writers (``CountRows.of({table: [collections]})``). The publish step checks each
+    against the rows the writers' records name, so a row a runner drops (or repeats) between
+    the producing step and the writer fails the build instead of publishing a smaller index
+    (two of five 100k builds on two worker pools lost rows in a grouping step:
+    docs/DECISIONS.md). Rows are counted per bundle where they are made, and one combine
+    sums the bundles' counts by table."""
+
+    @staticmethod
+    def of(tables: dict) -> "beam.PCollection":
+        """Count the rows of ``tables`` (table name -> row collections): its staged records."""
+        counted = [rows | f"Count {name} rows {i}" >> beam.ParDo(_BundleCountDoFn(name))
+                   for name, parts in tables.items() for i, rows in enumerate(parts)]
+        return counted | "All row counts" >> beam.Flatten() | "Count rows" >> CountRows()
+
+    def expand(self, counts):
+        return (counts
+                | "Sum by table" >> beam.CombinePerKey(sum)
+                | "As records" >> beam.MapTuple(lambda t, n: {"kind": EXPECTED, "table": t, "rows": int(n)}))
+
+
+class _BundleCountDoFn(beam.DoFn):
+    """Rows -> one ``(table, rows)`` per bundle: counted where the rows are made, one element
+    a bundle leaves the step."""
 
     def __init__(self, table: str):
-        super().__init__()
         self._table = table
 
-    def expand(self, rows):
-        table = self._table
-        return (rows
-                | "Count" >> beam.combiners.Count.Globally()
-                | "As record" >> beam.Map(lambda n: {"kind": EXPECTED, "table": table, "rows": int(n)}))
+    def start_bundle(self):
+        self._n = 0
+
+    def process(self, _row):
+        self._n += 1
+        return ()
+
+    def finish_bundle(self):
+        if self._n:
+            yield beam.transforms.window.GlobalWindows.windowed_value((self._table, self._n))
 
 
 def _publish(_key, records, root: str = "") -> str:

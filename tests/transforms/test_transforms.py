@@ -248,7 +248,7 @@ def _publish_counted(tmp_path, rows: list, counted: list):
     schema = pa.schema([("id", pa.string()), ("domain", pa.string())])
     with _pipeline() as p:
         staged = p | "rows" >> beam.Create(rows) | StageRows("t", staging.prefix("t"), schema, max_rows=3)
-        count = p | "counted" >> beam.Create(counted) | CountRows("t")
+        count = CountRows.of({"t": [p | "counted" >> beam.Create(counted)]})
         _ = (staged, count) | beam.Flatten() | PublishStaged(staging.root)
     return staging
 
