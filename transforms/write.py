@@ -11,10 +11,10 @@ sub-shards and query layouts are staged records too. One final step (:class:`Pub
 renames the files of the bundles that committed to ``<prefix>-<part>-NNNNN-of-NNNNN.arrow``
 and writes ``staged.json``: the fragments and files of each table, their row counts, the
 per-domain digests and domain facts summed, and the other records. The driver reads only that
-list. A table counted on a branch beside its writers (:class:`CountRows`) must have exactly that
-many rows in its records, or the publish step raises :class:`RowsLostError` and nothing is
-published. A retried bundle leaves only fragments or a temporary file that nothing names: the staging
-area goes with the run, and ``vdgr gc`` removes the fragments.
+list. A table counted where its rows are made (:class:`CountRows`) must have exactly that many
+rows in its records, or the publish step raises :class:`RowsLostError` and nothing is
+published. A retried bundle leaves only fragments or a temporary file that nothing names: the
+staging area goes with the run, and ``vdgr gc`` removes the fragments.
 """
 from __future__ import annotations
 

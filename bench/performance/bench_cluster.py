@@ -182,25 +182,15 @@ class RequestLog:
         return out
 
 
-def _build_id(index: str) -> str:
+def _kept_manifest(index: str, out: Path):
+    """A build's manifest, read once and copied beside its log, so two builds whose ids differ
+    can be compared table by table and domain by domain (``table_digests``, ``domain_digests``)."""
     from vdgr_core.store.manifest import read_manifest
 
-    return read_manifest(index).build_id
-
-
-def _keep_manifest(index: str, out: Path) -> None:
-    """Copy a build's manifest beside its log, so two builds whose ids differ can be compared
-    table by table and domain by domain (``table_digests``, ``domain_digests``)."""
-    from vdgr_core.store.manifest import read_manifest
-
+    manifest = read_manifest(index)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(read_manifest(index).to_json())
-
-
-def _chunks(index: str) -> int:
-    from vdgr_core.store.manifest import read_manifest
-
-    return int(read_manifest(index).counts.get("contents", 0))
+    out.write_text(manifest.to_json())
+    return manifest
 
 
 def run_size(label: str, work: Path, s3, requests: RequestLog, modes=MODES, profile: Path | None = None) -> list[dict]:
@@ -258,11 +248,11 @@ def run_size(label: str, work: Path, s3, requests: RequestLog, modes=MODES, prof
         stages = stages_of(log)
         pooled = "pool" in mode     # the index segments ran on the pools' workers, not in the driver
         driver_commit = stages.get("commit_s", 0.0) - (stages.get("index_segments_s", 0.0) if pooled else 0.0)
+        manifest = _kept_manifest(index, work / "logs" / f"{label}_{tag}.manifest.json")
         rows.append({"size": label, "mode": mode, **r, "stages_s": stages, "driver_commit_s": round(driver_commit, 1),
                      "commit_share": round(stages.get("commit_s", 0.0) / r["wall_s"], 3),
                      "driver_commit_share": round(driver_commit / r["wall_s"], 3),
-                     "build_id": _build_id(index), "chunks": _chunks(index)})
-        _keep_manifest(index, work / "logs" / f"{label}_{tag}.manifest.json")
+                     "build_id": manifest.build_id, "chunks": int(manifest.counts.get("contents", 0))})
         if index.startswith("s3://"):      # moto keeps objects in memory: ~2 GB an index at 100k
             delete_prefix(client, f"{label}/index-{tag}/")
         print(json.dumps(rows[-1]), flush=True)

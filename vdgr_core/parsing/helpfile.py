@@ -19,8 +19,8 @@ A file is read so when its first line names it by a tag (``*usr_44.txt*  For Vim
 
 An entry is titled with its item as it reads up to the first tab or run of spaces
 (``:redi[r][!] > {file}``, ``--clean``, ``'aleph' 'al'``), or its first tag when the item
-line is prose (more than four words, the first a word); it runs to the next entry, heading or separator. Tags stay in the text
-(``*--clean*``): a user may search for them.
+line is prose (more than four words, the first a word); it runs to the next entry, heading or
+separator. Tags stay in the text (``*--clean*``): a user may search for them.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from typing import NamedTuple, Optional
 _TAG = r"\*[^\s*|]+\*"
 _TAG_LINE = re.compile(rf"^\s*{_TAG}(?:\s+{_TAG})*\s*$")
 _TRAILING_TAGS = re.compile(rf"^(\S.*?)(?:\t|\s{{2,}})\s*{_TAG}(?:\s+{_TAG})*\s*$")
-_LEADING_TAG = re.compile(rf"^ {{0,3}}({_TAG})(?:\t|\s{{2,}})\s*(\S.*)$")    # a list's term: a few spaces in at most
+# a list's term: its tag a few spaces in at most, then its text
+_LEADING_TAG = re.compile(rf"^ {{0,3}}({_TAG})(?:\t|\s{{2,}})\s*\S")
 _SEPARATOR = re.compile(r"^={40,}\s*$")
 _HEADER = re.compile(rf"^\s*\*[^\s*|]+\.txt\*(?:\s|$)")       # *name.txt*  description
 _COLUMN_HEADING = re.compile(r"^(\S.*?)\s*~\s*$")
@@ -84,6 +85,20 @@ def _item_title(line: str, tags: list[str]) -> str:
     return item
 
 
+def _tagged_entry(parts: list[HelpPart], lines: list[str], i: int) -> HelpPart:
+    """The entry a tag-only line ``lines[i]`` opens, titled by the item on the next non-blank
+    line; an entry still holding only tag lines (more tags of one item) is taken into it."""
+    line = lines[i]
+    tags = re.findall(_TAG, line)
+    if parts[-1].kind == "entry" and all(_TAG_LINE.match(x) for x in parts[-1].lines if x.strip()):
+        tags = re.findall(_TAG, " ".join(parts[-1].lines)) + tags
+        line = "\n".join([*parts.pop().lines, line])
+    nxt = next((x for x in lines[i + 1:] if x.strip()), "")
+    if nxt and not _TAG_LINE.match(nxt) and not _SEPARATOR.match(nxt):
+        return HelpPart("entry", _item_title(nxt, tags), 0, [line])
+    return HelpPart("entry", _tag_name(tags[0]), 0, [line])
+
+
 def help_parts(lines: list[str]) -> Optional[list[HelpPart]]:
     """The sections and entries of a tagged help file (see the module docstring), or None when
     ``lines`` do not read as one (:func:`is_help_file`)."""
@@ -91,57 +106,28 @@ def help_parts(lines: list[str]) -> Optional[list[HelpPart]]:
         return None
     parts: list[HelpPart] = [HelpPart("text", "", 0, [])]
     after_separator = False
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+    for i, line in enumerate(lines):
         if _SEPARATOR.match(line):
             after_separator = True
             parts.append(HelpPart("text", "", 0, []))      # a separator closes the open entry
-            i += 1
             continue
         if not line.strip():
             parts[-1].lines.append("")
-            i += 1
             continue
-        if after_separator:
-            after_separator = False
-            if not _TAG_LINE.match(line):
-                parts.append(HelpPart("heading", _title(line), 1, [line]))
-                i += 1
-                continue
-        if (m := _COLUMN_HEADING.match(line)) and not line[0].isspace():
+        section_title, after_separator = after_separator, False
+        if section_title and not _TAG_LINE.match(line):
+            parts.append(HelpPart("heading", _title(line), 1, [line]))
+        elif (m := _COLUMN_HEADING.match(line)) and not line[0].isspace():
             parts.append(HelpPart("heading", m.group(1).strip(), 2, []))
-            i += 1
-            continue
-        if _TAG_LINE.match(line):
-            tags = re.findall(_TAG, line)
-            if parts[-1].kind == "entry" and all(_TAG_LINE.match(x) for x in parts[-1].lines if x.strip()):
-                # more tags of one item on a line of their own: one entry
-                tags = re.findall(_TAG, " ".join(parts[-1].lines)) + tags
-                line = "\n".join([*parts[-1].lines, line])
-                parts.pop()
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            nxt = lines[j] if j < len(lines) else ""
-            if nxt and not _TAG_LINE.match(nxt) and not _SEPARATOR.match(nxt):
-                title = _item_title(nxt, tags)
-            else:
-                title = _tag_name(tags[0])
-            parts.append(HelpPart("entry", title, 0, [line]))
-            i += 1
-            continue
-        if (m := _TRAILING_TAGS.match(line)) and not line[0].isspace():
+        elif _TAG_LINE.match(line):
+            parts.append(_tagged_entry(parts, lines, i))
+        elif (m := _TRAILING_TAGS.match(line)) and not line[0].isspace():
             # an item or a heading with its tags at the right (``abs({expr})   *abs()*``)
             parts.append(HelpPart("entry", _title(m.group(1)), 0, [line]))
-            i += 1
-            continue
-        if (m := _LEADING_TAG.match(line)) and not _HEADER.match(line):
+        elif (m := _LEADING_TAG.match(line)) and not _HEADER.match(line):
             parts.append(HelpPart("entry", _tag_name(m.group(1)), 0, [line]))
-            i += 1
-            continue
-        parts[-1].lines.append(line)
-        i += 1
+        else:
+            parts[-1].lines.append(line)
     return [p for p in parts if p.kind != "text" or any(ln.strip() for ln in p.lines)]
 
 

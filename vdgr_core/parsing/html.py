@@ -326,10 +326,8 @@ class _Collector:
             self.in_anchored = True
         elif name == "dl" and self._may_open_entry() and _is_entry_list(child):
             self._entry_list(child, in_pre)
-        elif name == "pre" and self._may_open_entry() and (parts := _help_file(child)) is not None:
-            self._pre_help(parts)
-        elif name == "pre" and self._may_open_entry() and (segments := _option_list(child)) is not None:
-            self._pre_entries(segments)
+        elif name == "pre" and self._may_open_entry() and (read := _pre_structure(child)) is not None:
+            (self._pre_help if read[0] == "help" else self._pre_entries)(read[1])
         elif name == "ul" and self._may_open_entry() and (terms := _list_terms(child)) is not None:
             self._term_list(child, terms, in_pre)
         elif (name in ("table", "div", "p") and self._may_open_entry()
@@ -425,16 +423,16 @@ def _in_admonition(tag: Tag) -> bool:
                for p in tag.parents)
 
 
-def _help_file(pre: Tag) -> "list[HelpPart] | None":
-    """A ``<pre>`` that holds a tagged help file, as its sections and entries, or None."""
-    return help_parts("".join(_visible_strings(pre)).split("\n"))
-
-
-def _option_list(pre: Tag) -> "list[Segment] | None":
-    """A ``<pre>``'s lines split at its options (:func:`vdgr_core.parsing.entries.split_entries`,
-    option flags only), or None when it lists none."""
-    segments = split_entries("".join(_visible_strings(pre)).split("\n"), options_only=True)
-    return segments if any(s.term is not None for s in segments) else None
+def _pre_structure(pre: Tag) -> "tuple[str, list] | None":
+    """What a ``<pre>`` holds besides plain lines, its visible text read once: ``("help",
+    parts)`` for a help file in Vim's tagged format (:mod:`vdgr_core.parsing.helpfile`),
+    ``("options", segments)`` for an option list (:func:`vdgr_core.parsing.entries.split_entries`,
+    option flags only), or None."""
+    lines = "".join(_visible_strings(pre)).split("\n")
+    if (parts := help_parts(lines)) is not None:
+        return "help", parts
+    segments = split_entries(lines, options_only=True)
+    return ("options", segments) if any(s.term is not None for s in segments) else None
 
 
 def _list_terms(ul: Tag) -> "list[str] | None":
