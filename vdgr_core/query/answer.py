@@ -9,7 +9,8 @@ description; a short entry whole), then its best units and the sentence that fol
 then a unit of another item holding question words the quote lacks; units next to each other
 form one run with one citation. Otherwise the best units of the top items are quoted as they
 score (prose evidence: measured on the ablation sets, focusing on one item lost MuSiQue and DCD
-answers); a quoted sentence that goes on from the block before it (it starts in lower case:
+answers), a how-to's best sentence with the block its paragraph leads into ("... as follows."
+then the commands); a quoted sentence that goes on from the block before it (it starts in lower case:
 ``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with that block's
 paragraph, cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
 """
@@ -54,6 +55,8 @@ _DEFAULT_STATED = re.compile(r"(?<!non-)(?<!non )\bdefaults?\s+(?:value\s+|setti
                              r"not\s+specified|unspecified|left\s+unspecified|omitted|not\s+given)\b|\bby\s+default\b", re.I)
 # "By default, ..." often tells a behaviour ("By default, server health checks only consist in
 # ..."), the forms above a value: a value's statement goes first
+# a sentence leading into the block after it ("... as follows.", "Run the following:")
+_LEADS_IN = re.compile(r"(?::|\b(?:as\s+follows|the\s+following|below|like\s+this)\s*\.)[\"'`)\]]*$", re.I)
 _BY_DEFAULT_WORDS = re.compile(r"\bby\s+default\b", re.I)
 # a question asking for an option, a parameter or a command by what it does: an entry answers it
 _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"
@@ -138,14 +141,14 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     if not scored:
         return NO_ANSWER
     scored.sort(key=lambda x: (-x.score, x.n, x.unit.pos))
-    best = _pick(scored, MAX_SENTENCES, qterms)
+    best = _pick(scored, MAX_SENTENCES, qterms, how)
     floor = max(FLOOR, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
         return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)), default_q)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
-        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION, qterms)
+        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION, qterms, how)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
 
@@ -261,7 +264,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
     by_pos = {s.unit.pos: s for s in mine}
     if not is_definition(ev):       # prose: the best units of the top items, as they score
-        return _join(_with_subjects(_pick(scored, MAX_SENTENCES, qterms), scored), how)
+        return _join(_with_subjects(_pick(scored, MAX_SENTENCES, qterms, how), scored), how)
     if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
         return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
     head, covered = _head(ev, [s.unit for s in mine])
@@ -414,7 +417,23 @@ def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) 
     return ("\n" if any(multi for _, multi in out) else " ").join(t for t, _ in out)
 
 
-def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = ()) -> list[_Scored]:
+def _leads_into(s: _Scored, at: dict) -> list[_Scored]:
+    """For a sentence ``s``: the block its paragraph leads into ("... we need to reset it as
+    follows." then the commands), with that lead-in sentence when it is the one after ``s``;
+    [] when ``s`` and the sentence after it lead into no block."""
+    if s.unit.kind != "sentence":
+        return []
+    lead = s
+    nxt = at.get((s.n, s.unit.pos + 1))
+    if nxt is not None and nxt.unit.kind == "sentence" and nxt.unit.para == s.unit.para:
+        lead, nxt = nxt, at.get((s.n, s.unit.pos + 2))
+    if nxt is None or not nxt.unit.block or nxt.unit.kind == "row" or nxt.unit.lead != lead.unit.text \
+            or not _LEADS_IN.search(lead.unit.text):
+        return []
+    return [lead, nxt] if lead is not s else [nxt]
+
+
+def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), how: bool = False) -> list[_Scored]:
     """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
     costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
     and :data:`FLOOR`; the best unit is always taken, with the sentence after it in its
@@ -422,7 +441,9 @@ def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = ()) ->
     two sentences: "ACLs are built on the same core as the maps ... The only real difference
     is that ... they only return "found""; a next sentence that only repeats the best one's
     words would take the place of another item's fact). A text quoted once is not quoted again
-    (two items may repeat a sentence)."""
+    (two items may repeat a sentence). For a how-to question (``how``), a best sentence that
+    leads into a block, or whose next sentence does (:func:`_leads_into`), is quoted with that
+    block and its lead-in, whatever the budget: the procedure is the answer."""
     out, left = [], budget
     floor = max(FLOOR, FOLLOW_SHARE * scored[0].score) if scored else FLOOR
     at = {(s.n, s.unit.pos): s for s in scored}
@@ -441,6 +462,9 @@ def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = ()) ->
         if out and (s.score <= floor or cost > left):
             continue
         take(s, cost)
+        procedure = _leads_into(s, at) if how and len(out) == 1 else []
+        for u in procedure:
+            take(u, min(budget, u.unit.text.count("\n") + 1) if u.unit.block else 1)
         nxt = at.get((s.n, s.unit.pos + 1))
         if len(out) == 1 and left > 0 and nxt is not None and nxt.unit.kind == "sentence" \
                 and nxt.unit.para == s.unit.para and _adds_terms(qterms, s.unit.text, nxt.unit.text):

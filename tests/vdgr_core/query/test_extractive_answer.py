@@ -311,3 +311,26 @@ def test_a_next_sentence_that_adds_no_question_word_leaves_its_place_to_another_
     answer = extractive_answer("To which group of mountains does the range of Norris Mountain belong?", evidence)
     assert "located in the Lewis Range" in answer and "lies within the Rocky Mountains" in answer
     assert "Continental Divide" not in answer
+
+
+LOOP = ("Each partition of the disk image containing multiple partitions can be mounted by using "
+        "the loop device. Since the loop device does not manage partitions by default, we need to "
+        "reset it as follows.\n\n"
+        "# rmmod loop\n# modprobe loop max_part=16\n\n"
+        "Now the loop device can manage up to 16 partitions.")
+MOUNT = "A single partition image is mounted with the loop device and a mount point of its own."
+
+
+def test_a_how_to_answer_quotes_the_procedure_its_best_sentence_leads_into():
+    q = "How do I mount each partition of a disk image with the loop device?"
+    answer = extractive_answer(q, [ev(LOOP, title="Mounting"), ev(MOUNT, title="Images", n=2)])
+    assert "mounted by using the loop device" in answer
+    # the lead-in sentence, then the commands under it, on their own lines, cited
+    assert "reset it as follows.\n# rmmod loop\n# modprobe loop max_part=16 [1]" in answer
+
+
+def test_a_question_that_is_no_how_to_does_not_take_the_procedure():
+    q = "Can each partition of a disk image be mounted by using the loop device?"
+    answer = extractive_answer(q, [ev(LOOP, title="Mounting"), ev(MOUNT, title="Images", n=2)])
+    assert "mounted by using the loop device" in answer
+    assert "modprobe" not in answer
