@@ -14,6 +14,7 @@ whole file is one ``<pre>``) marks its structure in the text (``:help help-writi
   of text with its tags at the right (``abs({expr})      *abs()*``, ``INCOMPATIBLE CHANGES
   *incompatible-6*``), titled with its text.
 
+A fold marker ending a line (``{{{1``, ``}}}``) is not part of a title or a tag line.
 A file is read so when its first line names it by a tag (``*usr_44.txt*  For Vim version
 9.0``) and it has a separator, or when it holds enough tag-only lines.
 
@@ -36,6 +37,9 @@ _SEPARATOR = re.compile(r"^={40,}\s*$")
 _HEADER = re.compile(rf"^\s*\*[^\s*|]+\.txt\*(?:\s|$)")       # *name.txt*  description
 _COLUMN_HEADING = re.compile(r"^(\S.*?)\s*~\s*$")
 _ITEM = re.compile(r"^\s*(\S.*?)(?:\t|\s{2,}|$)")
+_FOLD = re.compile(r"\s*(?:\{\{\{|\}\}\})\d?\s*$")      # a fold marker ending a line (``{{{1``)
+# a tag line as help files write it, right-aligned (a reST line of emphasis, ``   *name*``, is not)
+_RIGHT_ALIGNED = re.compile(r"^(?:\t|\s{8,})")
 MIN_TAG_LINES = 3               # tag-only lines a text needs to be read as a help file
 TITLE_MAX_CHARS = 80
 TERM_MAX_WORDS = 4              # an item line of more words, starting with a letter, is prose
@@ -54,9 +58,9 @@ class HelpPart(NamedTuple):
 def is_help_file(lines: list[str]) -> bool:
     """Whether ``lines`` read as a tagged help file: its first line names it by a tag
     (``*usr_44.txt*  For Vim version 9.0``) over a section separator, or it holds enough
-    tag-only lines and a separator, or many tag-only lines."""
+    right-aligned tag-only lines and a separator, or many such lines."""
     head = next((ln for ln in lines if ln.strip()), "")
-    tags = sum(1 for ln in lines if _TAG_LINE.match(ln))
+    tags = sum(1 for ln in lines if _TAG_LINE.match(ln) and _RIGHT_ALIGNED.match(ln))
     separators = sum(1 for ln in lines if _SEPARATOR.match(ln))
     if _HEADER.match(head) and separators:
         return True
@@ -85,11 +89,11 @@ def _item_title(line: str, tags: list[str]) -> str:
     return item
 
 
-def _tagged_entry(parts: list[HelpPart], lines: list[str], i: int) -> HelpPart:
-    """The entry a tag-only line ``lines[i]`` opens, titled by the item on the next non-blank
-    line; an entry still holding only tag lines (more tags of one item) is taken into it."""
-    line = lines[i]
-    tags = re.findall(_TAG, line)
+def _tagged_entry(parts: list[HelpPart], lines: list[str], i: int, line: str) -> HelpPart:
+    """The entry a tag-only line ``lines[i]`` (as written: ``line``) opens, titled by the item
+    on the next non-blank line; an entry still holding only tag lines (more tags of one item)
+    is taken into it."""
+    tags = re.findall(_TAG, lines[i])
     if parts[-1].kind == "entry" and all(_TAG_LINE.match(x) for x in parts[-1].lines if x.strip()):
         tags = re.findall(_TAG, " ".join(parts[-1].lines)) + tags
         line = "\n".join([*parts.pop().lines, line])
@@ -104,6 +108,7 @@ def help_parts(lines: list[str]) -> Optional[list[HelpPart]]:
     ``lines`` do not read as one (:func:`is_help_file`)."""
     if not is_help_file(lines):
         return None
+    text, lines = lines, [_FOLD.sub("", ln) for ln in lines]     # marks read without fold markers
     parts: list[HelpPart] = [HelpPart("text", "", 0, [])]
     after_separator = False
     for i, line in enumerate(lines):
@@ -116,18 +121,18 @@ def help_parts(lines: list[str]) -> Optional[list[HelpPart]]:
             continue
         section_title, after_separator = after_separator, False
         if section_title and not _TAG_LINE.match(line):
-            parts.append(HelpPart("heading", _title(line), 1, [line]))
+            parts.append(HelpPart("heading", _title(line), 1, [text[i]]))
         elif (m := _COLUMN_HEADING.match(line)) and not line[0].isspace():
             parts.append(HelpPart("heading", m.group(1).strip(), 2, []))
         elif _TAG_LINE.match(line):
-            parts.append(_tagged_entry(parts, lines, i))
+            parts.append(_tagged_entry(parts, lines, i, text[i]))
         elif (m := _TRAILING_TAGS.match(line)) and not line[0].isspace():
             # an item or a heading with its tags at the right (``abs({expr})   *abs()*``)
-            parts.append(HelpPart("entry", _title(m.group(1)), 0, [line]))
+            parts.append(HelpPart("entry", _title(m.group(1)), 0, [text[i]]))
         elif (m := _LEADING_TAG.match(line)) and not _HEADER.match(line):
-            parts.append(HelpPart("entry", _tag_name(m.group(1)), 0, [line]))
+            parts.append(HelpPart("entry", _tag_name(m.group(1)), 0, [text[i]]))
         else:
-            parts[-1].lines.append(line)
+            parts[-1].lines.append(text[i])
     return [p for p in parts if p.kind != "text" or any(ln.strip() for ln in p.lines)]
 
 

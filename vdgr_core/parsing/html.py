@@ -82,10 +82,11 @@ _WORDS = re.compile(r"[^\W_]+")
 #: list keeps what it holds besides its terms; html-11: a term's forms on lines of their own
 #: are joined with ", ", a note box's heading is its label, class "nav" is furniture; html-12:
 #: a table of contents in a definition list opens no entries; html-13: a <pre> holding a help
-#: file in Vim's tagged format is read as its sections and tagged entries); part of the content rules
+#: file in Vim's tagged format is read as its sections and tagged entries; html-14: a fold
+#: marker (``{{{1``) is no part of a help title); part of the content rules
 #: recorded in the manifest (vdgr_core.safety.content_rules), so a change re-parses every
 #: HTML document
-PARSER_VERSION = "html-13"
+PARSER_VERSION = "html-14"
 _PROSE_WORDS = 6             # plain words outside brackets from which a keyword line is prose
 _BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}|\([^()]*\)")
 _PLAIN_WORD = re.compile(r"(?<!\S)[A-Za-z]+[.,;]?(?!\S)")

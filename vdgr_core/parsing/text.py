@@ -8,7 +8,9 @@ in capitals at the left margin over indented text (``NAME``, ``SYNOPSIS``, ``OPT
 them at least. They are its headings, a short line indented less than the text under it is a
 subsection (``   Shell Variables``), and the running header and footer (``LS(1) ... LS(1)``)
 are dropped. In every text, a run of terms over indented descriptions (options, parameters:
-:mod:`vdgr_core.parsing.entries`) becomes reference entries.
+:mod:`vdgr_core.parsing.entries`) becomes reference entries. A help file in Vim's tagged
+format (``*usr_44.txt*``, ``:help help-writing``) is read by its tags instead
+(:mod:`vdgr_core.parsing.helpfile`), as its HTML rendering is.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from typing import Optional
 
 from schemas.records import ParsedDocument
 from vdgr_core.parsing.entries import split_entries
-from vdgr_core.parsing.toc import build_document, with_entry_sections
+from vdgr_core.parsing.helpfile import HelpPart, help_parts
+from vdgr_core.parsing.toc import RESUME, build_document, entry_level, with_entry_sections
 
 _HASH = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _BOLD = re.compile(r"^\s*\*\*(?=\S)(.+?)(?<=\S)\*\*:?\s*$")
@@ -29,9 +32,10 @@ _MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 _/&(),'-]{0,38}[A-Z0-9)]$")
 _MAN_SUBSECTION = re.compile(r"^ {1,4}[A-Z][\w'/&-]*(?: [\w'/&()-]+){0,5}$")
 _MAN_RUNNING = re.compile(r"^\S+\(\d\w*\)\s{2,}.*\S\s*$|^.*\s{2,}\S+\(\d\w*\)\s*$")
 #: names the rules text is made with (text-2: manual pages, reference entries; text-3: an
-#: option over " : " and its description opens an entry); part of the
+#: option over " : " and its description opens an entry; text-5: help files in Vim's tagged
+#: format read by their tags); part of the
 #: content rules recorded in the manifest (vdgr_core.safety.content_rules)
-PARSER_VERSION = "text-4"
+PARSER_VERSION = "text-5"
 
 
 def _numbered(line: str, prev_blank: bool) -> Optional[tuple[int, str]]:
@@ -69,6 +73,23 @@ def _man_headings(lines: list[str]) -> dict[int, tuple[int, str]]:
     return {**sections, **subsections}
 
 
+def _help_entries(parts: list[HelpPart]) -> list[tuple]:
+    """A help file's ``(raw level, title, body)`` entries (:mod:`vdgr_core.parsing.helpfile`):
+    its sections and headings at their depth, each tagged item an entry under the heading
+    before it, lines as they are."""
+    level, out = 0, []
+    for part in parts:
+        body = "\n".join(part.lines)
+        if part.kind == "heading":
+            level = part.depth
+            out.append((level, part.title, body))
+        elif part.kind == "entry":
+            out.append((entry_level(level), part.title, body))
+        else:
+            out.append((level, RESUME if out else "", body))
+    return out
+
+
 def _with_entries(level: int, title: str, body: list[str], dedent: bool) -> list[tuple]:
     """One heading's (level, title, body) entry, its runs of reference entries split out; an
     entry's lines (and with ``dedent`` every body, as in a manual page) lose their common
@@ -101,11 +122,14 @@ def parse_text(text: str, fallback_title: str) -> ParsedDocument:
     -------
     ParsedDocument
     """
+    lines = text.split("\n")
+    if (help_file := help_parts(lines)) is not None:
+        flat = _help_entries(help_file)     # titled by its file name, as its own header line does
+        return build_document(flat, fallback_title, can_title=[False] * len(flat))
     entries: list[list] = [[0, "", []]]
     can_title = [False]
     structural_level = 0
     prev_blank = True
-    lines = text.split("\n")
     man = _man_headings(lines)
     for i, line in enumerate(lines):
         if man and _MAN_RUNNING.match(line.strip()) and i not in man:

@@ -59,6 +59,15 @@ def test_ordinary_text_with_stars_is_no_help_file():
     assert not is_help_file(text) and help_parts(text) is None
 
 
+def test_a_rest_definition_list_of_emphasis_is_no_help_file():
+    # reST: a term in emphasis alone on an indented line, a long "=" underline (the Python
+    # and rsyslog sources shipped beside their HTML)
+    rst = ["Options", "=" * 50, "", ".. option:: x", "",
+           *[ln for name in ("screenName", "baseName", "className", "useTk", "sync")
+             for ln in (f"   *{name}*", f"      The {name} value.", "")]]
+    assert not is_help_file(rst)
+
+
 def test_a_help_file_in_a_pre_becomes_sections_and_entries():
     body = HELP.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     doc = parse_html(f"<html><head><title>Tool: help</title></head><body><h1>Tool: help</h1>"
@@ -68,3 +77,26 @@ def test_a_help_file_in_a_pre_becomes_sections_and_entries():
     fresh = next(s for s in doc.sections if s.title == "--fresh")
     assert "Start without reading the user's settings file." in fresh.text
     assert "Set the width" not in fresh.text
+
+
+def test_fold_markers_are_no_part_of_titles_or_tag_lines():
+    folded = HELP.replace("*tool-arguments*", "*tool-arguments* {{{1").replace("*-w*", "*-w*  {{{2")
+    parts = help_parts(folded.split("\n"))
+    titles = [p.title for p in parts if p.kind != "text"]
+    assert titles[:3] == ["1. Arguments", "--fresh", "-w {width}"]
+    heading = next(p for p in parts if p.title == "1. Arguments")
+    assert heading.lines[0].endswith("{{{1")                      # the text keeps what was written
+
+
+def test_a_plain_text_help_file_becomes_sections_and_entries():
+    from vdgr_core.parsing.text import parse_text
+
+    doc = parse_text(HELP, "tool")
+    by_title = {s.title: s for s in doc.sections}
+    assert {"1. Arguments", "2. Settings", "--fresh", "-w {width}", "'margin' 'mg'", "g:tool_wrap"} <= set(by_title)
+    assert "Start without reading the user's settings file." in by_title["--fresh"].text
+    assert "Set the width" not in by_title["--fresh"].text
+    # an entry sits under the section it is written in
+    assert by_title["--fresh"].heading_path[-2:] == ("1. Arguments", "--fresh")
+    assert by_title["g:tool_wrap"].heading_path[-2:] == ("Settings summary", "g:tool_wrap")
+    assert doc.title == "tool"                     # the file's name, as its header line names it
