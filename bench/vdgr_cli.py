@@ -32,10 +32,13 @@ def _env() -> dict:
 
 
 def run(args: list[str], log: Path) -> tuple[int, float]:
-    """Run ``vdgr ARGS`` in the repo root, stdout+stderr to ``log``; return (rc, seconds)."""
+    """Run ``vdgr ARGS`` in the repo root, stdout+stderr appended to ``log`` after a line naming
+    the run; return (rc, seconds). Appended: a second build of an index being built is refused
+    by the writer lock, and must not erase the running build's log."""
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as f:
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()}\n")
         f.write("$ " + " ".join(vdgr_command() + args) + "\n")
         f.flush()
         rc = subprocess.call(vdgr_command() + args, cwd=REPO, env=_env(), stdout=f, stderr=subprocess.STDOUT)

@@ -66,3 +66,15 @@ def test_latency_report_merges(tmp_path):
     assert ub.update(target, tmp_path / "out") == ["latency"]
     text = target.read_text()
     assert "| all routes | named | 50 | 10.0 | 20.0 | 12.0 |" in text and "<!-- bench:latency:begin -->" in text
+
+
+def test_a_second_run_keeps_the_first_runs_log(tmp_path):
+    # a second build of an index being built is refused by the writer lock: its log lines go
+    # after the running build's, never over them
+    log = tmp_path / "index.log"
+    assert vdgr_cli.run(["--help"], log)[0] == 0
+    first = log.read_text()
+    assert vdgr_cli.run(["query", "--help"], log)[0] == 0
+    text = log.read_text()
+    assert text.startswith(first) and len(text) > len(first)
+    assert text.count("=== ") == 2 and "$ " in text.split(first, 1)[1]
