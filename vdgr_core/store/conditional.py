@@ -21,18 +21,11 @@ import os
 from typing import Optional
 from urllib.parse import urlsplit
 
+from vdgr_core.store.s3_client import s3_bucket_key, s3_client
+
 log = logging.getLogger("vdgr.store")
 
 _S3_LOST = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
-
-
-def _bucket_key(uri: str) -> tuple[str, str, str]:
-    """(scheme, bucket, key) of ``uri``; no scheme for a URI with a query string: its options
-    (an endpoint, a region) are ``pyarrow.fs``'s, which the store's own client would not use."""
-    parts = urlsplit(uri)
-    if parts.query:
-        return "", "", ""
-    return parts.scheme, parts.netloc, parts.path.lstrip("/")
 
 
 def conditional_create(uri: str, data: bytes) -> Optional[bool]:
@@ -42,19 +35,18 @@ def conditional_create(uri: str, data: bytes) -> Optional[bool]:
     -------
     bool or None
         True: this call created it; False: an object of that name exists (another writer won);
-        None: no conditional create is available for this URI (unknown scheme, client missing).
+        None: no conditional create is available for this URI (unknown scheme, options in a
+        query string, client missing).
     """
-    scheme, bucket, key = _bucket_key(uri)
-    if scheme == "s3":
-        return _s3_create(bucket, key, data)
-    if scheme in ("gs", "gcs"):
-        return _gcs_create(bucket, key, data)
+    if (where := s3_bucket_key(uri)) is not None:
+        return _s3_create(*where, data)
+    parts = urlsplit(uri)
+    if parts.scheme in ("gs", "gcs") and parts.netloc and not parts.query:
+        return _gcs_create(parts.netloc, parts.path.lstrip("/"), data)
     return None
 
 
 def _s3_create(bucket: str, key: str, data: bytes) -> Optional[bool]:
-    from vdgr_core.store.s3_client import s3_client
-
     client = s3_client()
     if client is None:
         return None
