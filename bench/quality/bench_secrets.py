@@ -15,8 +15,9 @@ HTML, 14 chapters), fetched with ``apt-get download debian-reference-en`` into
 ``bench/work/secrets`` and unpacked with ``dpkg-deb -x`` (never committed; skipped when
 ``apt-get download`` fails); and the Debian PDF manuals of :mod:`bench.quality.bench_pdf` when that
 benchmark has fetched them, and the Debian reference manuals of
-:mod:`bench.quality.bench_refdocs` (bind9, haproxy, git, zsh, rsyslog) when that benchmark has
-fetched them. Masks are also given per 1,000 documents. ``--show N`` prints N masked lines per
+:mod:`bench.quality.bench_refdocs` when that benchmark has fetched them: its first set (bind9,
+haproxy, git, zsh, rsyslog), its second (sqlite3, python3.11) and its third (ffmpeg, vim,
+debian-reference), the last two written after the masking rules. Masks are also given per 1,000 documents. ``--show N`` prints N masked lines per
 corpus with the mask in place (from the raw text and from the parsed sections), to read what
 was removed.
 """
@@ -73,8 +74,10 @@ def corpora() -> dict[str, Path]:
              "dcd": _converted("dcd", "bench.prepare.convert_dcd"), "musique": _converted("musique", "bench.prepare.convert_musique")}
     pdf = WORK / "pdf" / "corpus"          # the PDF manuals of bench/quality/bench_pdf.py, when fetched
     found["pdf_manuals"] = pdf if pdf.is_dir() else None
-    refdocs = WORK / "debian" / "corpus"   # the reference manuals of bench/quality/bench_refdocs.py
-    found["debian_refdocs"] = refdocs if refdocs.is_dir() else None
+    # the reference manuals of bench/quality/bench_refdocs.py's three sets, when fetched
+    for name, folder in (("debian_refdocs", "debian"), ("debian_refdocs_2", "debian2"), ("debian_refdocs_3", "debian3")):
+        refdocs = WORK / folder / "corpus"
+        found[name] = refdocs if refdocs.is_dir() else None
     return {name: path for name, path in found.items() if path is not None}
 
 

@@ -58,6 +58,11 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   variables (``/etc/exim4/$domain.pem``) is no credential (:func:`is_example_value`). In raw
   HTML (``markup``) a value ends at the next tag. Key material, tokens of a known shape and
   real connection strings are still masked.
+* A private-key block without key material (``-----BEGIN RSA PRIVATE KEY-----`` over "...
+  (private key in base64 encoding) ...", Python's ssl manual) is a placeholder; a block with a
+  base64 run of 16 characters or more, even cut short, is masked (``secrets-5``). In prose, a
+  quote that does not close after the value opens a phrase, not a quoted token: 'the porter
+  tokenizer extracts the following tokens: "right now thei veri frustrat"' keeps its words.
 * Any other occurrence in the same text of a value found (eight characters or more) is masked
   too. Masking is idempotent: a masked text has no finding.
 """
@@ -97,7 +102,7 @@ from vdgr_core.safety.casefold import fold_lower
 
 # Part of the build settings recorded in the manifest: a change of these rules (or of the
 # detect-secrets release) makes the next update rebuild every domain.
-RULES_VERSION = f"secrets-4/detect-secrets-{_DETECT_SECRETS_VERSION}"
+RULES_VERSION = f"secrets-5/detect-secrets-{_DETECT_SECRETS_VERSION}"
 
 PRIVATE_KEY = "private_key"
 _MASK = "[REDACTED:{kind}]"
@@ -150,6 +155,7 @@ _EXTRA = (
 _PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
 _PRIVATE_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
+_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{16,}")     # a base64 run: a key's body, even cut short
 _VALUE_CUT = re.compile(r"[\s;&,]")      # an assigned value ends there (connection strings, URLs)
 _WORD_CUT = re.compile(r"\s")
 # in raw HTML a value also ends at the next tag: a literal "<" in HTML text is written "&lt;"
@@ -370,9 +376,13 @@ def _private_key_span(text: str, line_start: int, line_end: int) -> Optional[Sec
     start = begin.start()
     end = _PRIVATE_KEY_END.search(text, begin.end(), begin.end() + 20_000)
     if end is not None:
-        return SecretSpan(PRIVATE_KEY, start, end.end())
-    stop = _PARAGRAPH_END.search(text, start)
-    return SecretSpan(PRIVATE_KEY, start, stop.start() if stop else len(text))
+        body_end, span_end = end.start(), end.end()
+    else:
+        stop = _PARAGRAPH_END.search(text, start)
+        body_end = span_end = stop.start() if stop else len(text)
+    if not _KEY_MATERIAL.search(text, begin.end(), body_end):
+        return None         # "... (private key in base64 encoding) ...": a placeholder, no key
+    return SecretSpan(PRIVATE_KEY, start, span_end)
 
 
 def _secret_part(m: re.Match) -> tuple[int, int]:
@@ -423,6 +433,9 @@ def _line_spans(line: str, offset: int, text: str, which: set[int], markup: bool
                 # "password=X;..." ends like an assignment, "the password is X" at whitespace
                 value, quoted = _clean_value(m.group("value"),
                                              _cut(_VALUE_CUT if m.group("sep") else _WORD_CUT, markup), line)
+                # a quote that does not close after the value opens a phrase ('tokens: "right now
+                # thei veri frustrat"'), not a quoted token
+                quoted = quoted and any(f"{q}{value}{q}" in line for q in _QUOTES)
                 if (_is_placeholder(value) or _names_no_secret(value, line)
                         or (not quoted and not _looks_secret(value))):
                     continue

@@ -287,3 +287,30 @@ def test_in_raw_html_a_value_ends_at_the_next_tag():
     assert mask_secrets(raw, markup=True).findings == ()
     assert mask_secrets("<code>password: Zq8!vLm3pX</code>", markup=True).text == \
         "<code>password: [REDACTED:password]</code>"
+
+
+# secrets-5: a key block with no key in it, a quoted phrase after "tokens:"
+PLACEHOLDER_KEY = """If the private key is stored with the certificate, it should come first:
+
+-----BEGIN RSA PRIVATE KEY-----
+... (private key in base64 encoding) ...
+-----END RSA PRIVATE KEY-----
+-----BEGIN CERTIFICATE-----
+... (certificate in base64 PEM encoding) ...
+-----END CERTIFICATE-----"""
+
+
+def test_a_private_key_block_without_key_material_is_a_placeholder():
+    assert mask_secrets(PLACEHOLDER_KEY).findings == ()
+    # a real block, and one cut short after its first base64 run, stay masked
+    assert "MIIEowIBAAKCAQEA7bq98tJ2" not in mask_secrets(PRIVATE_KEY).text
+    cut = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA...\n-----END RSA PRIVATE KEY-----"
+    assert [f.kind for f in mask_secrets(cut).findings] == ["private_key"]
+
+
+def test_a_quoted_phrase_after_a_keyword_is_no_token():
+    text = 'the porter tokenizer extracts the following tokens: "right now thei veri frustrat".'
+    assert mask_secrets(text).findings == ()
+    for line, secret in [('The API token: "x9Lq2mZ7pW".', "x9Lq2mZ7pW"),
+                         ("the password is 'Zq8!vLm3pX' for now", "Zq8!vLm3pX")]:
+        assert secret not in mask_secrets(line).text, line
