@@ -63,6 +63,8 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   base64 run of 16 characters or more, even cut short, is masked (``secrets-5``). In prose, a
   quote that does not close after the value opens a phrase, not a quoted token: 'the porter
   tokenizer extracts the following tokens: "right now thei veri frustrat"' keeps its words.
+* A found value is masked where it recurs as a token of its own, not inside a longer word
+  (``secrets-6``: the example password ``syslog`` left ``$rsyslogd_source`` alone).
 * Any other occurrence in the same text of a value found (eight characters or more) is masked
   too. Masking is idempotent: a masked text has no finding.
 """
@@ -102,7 +104,7 @@ from vdgr_core.safety.casefold import fold_lower
 
 # Part of the build settings recorded in the manifest: a change of these rules (or of the
 # detect-secrets release) makes the next update rebuild every domain.
-RULES_VERSION = f"secrets-5/detect-secrets-{_DETECT_SECRETS_VERSION}"
+RULES_VERSION = f"secrets-6/detect-secrets-{_DETECT_SECRETS_VERSION}"
 
 PRIVATE_KEY = "private_key"
 _MASK = "[REDACTED:{kind}]"
@@ -358,10 +360,16 @@ def _keyword_values(line: str, markup: bool = False) -> Iterator[tuple[str, bool
 
 
 def _spans_of_value(line: str, offset: int, value: str, kind: str) -> Iterator[SecretSpan]:
+    """Every occurrence of ``value`` in ``line`` that stands as a token of its own: one inside a
+    longer word is another word (the example password ``syslog`` is no part of ``rsyslogd``)."""
     start = line.find(value)
     while start >= 0 and value:
-        yield SecretSpan(kind, offset + start, offset + start + len(value))
-        start = line.find(value, start + len(value))
+        end = start + len(value)
+        inside = (value[0].isalnum() and start > 0 and line[start - 1].isalnum()) or \
+            (value[-1].isalnum() and end < len(line) and line[end].isalnum())
+        if not inside:
+            yield SecretSpan(kind, offset + start, offset + end)
+        start = line.find(value, end)
 
 
 def _private_key_span(text: str, line_start: int, line_end: int) -> Optional[SecretSpan]:

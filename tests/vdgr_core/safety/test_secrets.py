@@ -314,3 +314,12 @@ def test_a_quoted_phrase_after_a_keyword_is_no_token():
     for line, secret in [('The API token: "x9Lq2mZ7pW".', "x9Lq2mZ7pW"),
                          ("the password is 'Zq8!vLm3pX' for now", "Zq8!vLm3pX")]:
         assert secret not in mask_secrets(line).text, line
+
+
+def test_a_found_value_recurs_only_as_a_token_of_its_own():
+    line = 'username = password = syslog = "syslog" ... see $rsyslogd_source/plugins for more'
+    masked = mask_secrets(line).text
+    assert "$rsyslogd_source" in masked and "password = [REDACTED:" in masked
+    doc = "DB_PASSWORD=Xy7!pq9Lm2\nretry with Xy7!pq9Lm2, not with Xy7!pq9Lm2x."
+    text = mask_secrets(doc).text
+    assert text.count("Xy7!pq9Lm2") == 1 and "Xy7!pq9Lm2x" in text
