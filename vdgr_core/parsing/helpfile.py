@@ -94,7 +94,7 @@ def _tagged_entry(parts: list[HelpPart], lines: list[str], i: int, line: str) ->
     on the next non-blank line; an entry still holding only tag lines (more tags of one item)
     is taken into it."""
     tags = re.findall(_TAG, lines[i])
-    if parts[-1].kind == "entry" and all(_TAG_LINE.match(x) for x in parts[-1].lines if x.strip()):
+    if parts[-1].kind == "entry" and all(_TAG_LINE.match(_FOLD.sub("", x)) for x in parts[-1].lines if x.strip()):
         tags = re.findall(_TAG, " ".join(parts[-1].lines)) + tags
         line = "\n".join([*parts.pop().lines, line])
     nxt = next((x for x in lines[i + 1:] if x.strip()), "")

@@ -10,9 +10,9 @@ then a unit of another item holding question words the quote lacks; units next t
 form one run with one citation. Otherwise the best units of the top items are quoted as they
 score (prose evidence: measured on the ablation sets, focusing on one item lost MuSiQue and DCD
 answers), a how-to's best sentence with the block its paragraph leads into ("... as follows."
-then the commands); a quoted sentence that goes on from the block before it (it starts in lower case:
-``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with that block's
-paragraph, cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
+then the commands); a quoted sentence that goes on from the block before it (it starts in
+lower case: ``ls -ld -- **/bar`` then "does a recursive directory search ...") is quoted with
+that block's paragraph, cited once. With an LLM: a prompt in which every evidence text is wrapped as untrusted data.
 """
 from __future__ import annotations
 
@@ -55,9 +55,9 @@ _DEFAULT_STATED = re.compile(r"(?<!non-)(?<!non )\bdefaults?\s+(?:value\s+|setti
                              r"not\s+specified|unspecified|left\s+unspecified|omitted|not\s+given)\b|\bby\s+default\b", re.I)
 # "By default, ..." often tells a behaviour ("By default, server health checks only consist in
 # ..."), the forms above a value: a value's statement goes first
+_BY_DEFAULT_WORDS = re.compile(r"\bby\s+default\b", re.I)
 # a sentence leading into the block after it ("... as follows.", "Run the following:")
 _LEADS_IN = re.compile(r"(?::|\b(?:as\s+follows|the\s+following|below|like\s+this)\s*\.)[\"'`)\]]*$", re.I)
-_BY_DEFAULT_WORDS = re.compile(r"\bby\s+default\b", re.I)
 # a question asking for an option, a parameter or a command by what it does: an entry answers it
 _ENTRY_Q = re.compile(r"\bwhich\s+(?:\w+\s+){0,3}?(?:option|parameter|setting|directive|flag|variable|keyword|"
                       r"command|builtin|function|algorithm)s?\b", re.I)

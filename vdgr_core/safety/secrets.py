@@ -63,10 +63,10 @@ Rules (tests/vdgr_core/safety/test_secrets.py holds the corpus that pins them):
   base64 run of 16 characters or more, even cut short, is masked (``secrets-5``). In prose, a
   quote that does not close after the value opens a phrase, not a quoted token: 'the porter
   tokenizer extracts the following tokens: "right now thei veri frustrat"' keeps its words.
-* A found value is masked where it recurs as a token of its own, not inside a longer word
-  (``secrets-6``: the example password ``syslog`` left ``$rsyslogd_source`` alone).
-* Any other occurrence in the same text of a value found (eight characters or more) is masked
-  too. Masking is idempotent: a masked text has no finding.
+* Any other occurrence of a found value is masked too (on its line; elsewhere in the text when
+  it has eight characters or more), where it stands as a token of its own, not inside a longer
+  word (``secrets-6``: the example password ``syslog`` leaves ``$rsyslogd_source`` alone).
+  Masking is idempotent: a masked text has no finding.
 """
 from __future__ import annotations
 
