@@ -85,7 +85,9 @@ MAX_SENTENCES = 3        # an answer's budget, in sentences (a block costs one p
 TOP_EVIDENCE = 5
 PER_VERSION = 2          # the budget of each part when the answer is split by version
 FOLLOW_SHARE = 0.3       # a unit after the best one must score above this share of the best
-FLOOR = 0.05             # a unit scoring only the evidence-rank bonus answers nothing
+RANK_BONUS = 0.05        # a unit's bonus for its evidence rank n: RANK_BONUS / n
+ONE_UNIT_RANK_BONUS = 0.2   # the same for a how-to or an entry question, answered by one unit
+FLOOR = RANK_BONUS       # a unit scoring only the first item's rank bonus answers nothing
 VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >= this share of the best
 ANCHOR_SHARE = 0.4       # the first evidence is the anchor while its best unit scores >= this share of the best
 OTHER_SENTENCES = 1      # the budget of the units quoted from items other than the anchor
@@ -109,9 +111,11 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
     The units (:func:`vdgr_core.query.answer_units.answer_units`) are sentences split on
     sentence boundaries, and procedures, table rows and command lines quoted whole; headings
     are never quoted. A unit is scored by the share of the question's words it holds, plus a
-    small bonus for better evidence: a table row with its header; a block, for a how-to
-    question or one asking for a command (:data:`_COMMAND_Q`), with the sentence leading it
-    (then quoted with it), else by its best line. A sentence naming a default gets
+    bonus for better evidence (:data:`RANK_BONUS` over the evidence rank; for a how-to or an
+    entry question, which one unit answers, :data:`ONE_UNIT_RANK_BONUS`). A table row is
+    scored with its header; a block, for a how-to question or one asking for a command
+    (:data:`_COMMAND_Q`), with the sentence leading it (then quoted with it), else by its best
+    line. A sentence naming a default gets
     :data:`DEFAULT_BONUS` for a question about one; a sentence defining what a "what is X"
     question names gets :data:`DEFINITION_BONUS` (:func:`defines`). The
     best unit is always quoted, with the sentence after it when that adds a question word; the
@@ -134,21 +138,26 @@ def extractive_answer(question: str, evidence: Sequence[Evidence]) -> str:
         top = [(n, ev) for n, ev in top if not ev.version or ev.version in named]
     default_q = bool(_DEFAULT_Q.search(question))
     subject = defined_subject(question)
-    scored = [_Scored(_score(qterms, u, how) + 0.05 / n + (DEFAULT_BONUS if default_q and _DEFAULT_S.search(u.text) else 0.0)
+    # a procedure or an entry answers a how-to or an entry question whole, and the section
+    # retrieval ranked first holds it more often than a unit's share of the question's words
+    # says; other questions may need a fact from each of several items (a bridge)
+    rank_bonus = ONE_UNIT_RANK_BONUS if how or _ENTRY_Q.search(question) else RANK_BONUS
+    scored = [_Scored(_score(qterms, u, how) + rank_bonus / n + (DEFAULT_BONUS if default_q and _DEFAULT_S.search(u.text) else 0.0)
                       + (DEFINITION_BONUS if subject and defines(u, subject) else 0.0),
                       n, u, ev.version)
               for n, ev in top for u in answer_units(ev.text, [ev.title, *ev.path]) if len(u.text) >= 3]
     if not scored:
         return NO_ANSWER
     scored.sort(key=lambda x: (-x.score, x.n, x.unit.pos))
-    best = _pick(scored, MAX_SENTENCES, qterms, how)
-    floor = max(FLOOR, VERSION_SHARE * best[0].score)
+    best = _pick(scored, MAX_SENTENCES, qterms, how, rank_bonus)
+    floor = max(rank_bonus, VERSION_SHARE * best[0].score)
     versions = list(dict.fromkeys(s.version for s in scored if s.version and s.score >= floor))
     if len(versions) < 2:
-        return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)), default_q)
+        return _focused(scored, dict(top), how, qterms, bool(default_q or _ENTRY_Q.search(question)), default_q,
+                        rank_bonus)
     parts = [_join([s for s in best if not s.version], how)]
     for v in versions:
-        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION, qterms, how)
+        mine = _pick([s for s in scored if s.version == v and s.score >= floor], PER_VERSION, qterms, how, rank_bonus)
         parts.append(f"For {version_label(v)}: " + _join(mine, how))
     return "\n\n".join(p for p in parts if p)
 
@@ -246,13 +255,14 @@ def _whole(ev: Evidence) -> str:
 
 
 def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Sequence[str] = (),
-             entry_q: bool = False, default_q: bool = False) -> str:
+             entry_q: bool = False, default_q: bool = False, least: float = FLOOR) -> str:
     """The answer from one anchor evidence item (see the module docstring), then units of the
     other items that hold question words (``qterms``) the anchor's quote lacks. For a question
     asking for an option or a default (``entry_q``), a reference entry among the first
     :data:`ENTRY_ANCHOR_ITEMS` items is the anchor when the first item is not one. For a
     question about a default (``default_q``), an entry's quote holds the sentence stating its
-    default (:func:`_default_statement`)."""
+    default (:func:`_default_statement`). A unit scoring ``least`` or less (the first item's
+    rank bonus alone) answers nothing."""
     best = scored[0]
     first = [s for s in scored if s.n == 1]
     anchor = 1 if first and first[0].score >= ANCHOR_SHARE * best.score else best.n
@@ -264,7 +274,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     ranked = sorted(mine, key=lambda s: (-s.score, s.unit.pos))
     by_pos = {s.unit.pos: s for s in mine}
     if not is_definition(ev):       # prose: the best units of the top items, as they score
-        return _join(_with_subjects(_pick(scored, MAX_SENTENCES, qterms, how), scored), how)
+        return _join(_with_subjects(_pick(scored, MAX_SENTENCES, qterms, how, least), scored), how)
     if len(ev.text) <= WHOLE_ENTRY_CHARS and mine:
         return _runs(_whole(ev), mine[-1].unit.pos, [], anchor, how)
     head, covered = _head(ev, [s.unit for s in mine])
@@ -274,7 +284,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     if stated is not None:
         chosen[stated.unit.pos] = stated
         left -= 1
-    floor = max(FLOOR, FOLLOW_SHARE * ranked[0].score)
+    floor = max(least, FOLLOW_SHARE * ranked[0].score)
     for s in ranked:
         if left <= 0 or (chosen and s.score <= floor):
             break
@@ -288,7 +298,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
                     chosen[lean.unit.pos] = lean
                     left -= 1
         nxt = by_pos.get(s.unit.pos + 1)       # the sentence that follows the best one
-        if nxt is not None and left > 0 and nxt.score > FLOOR and nxt.unit.pos not in chosen:
+        if nxt is not None and left > 0 and nxt.score > least and nxt.unit.pos not in chosen:
             chosen[nxt.unit.pos] = nxt
             left -= 1
     picks = sorted(chosen.values(), key=lambda s: s.unit.pos)
@@ -297,7 +307,7 @@ def _focused(scored: Sequence[_Scored], evidence: dict, how: bool, qterms: Seque
     text = _runs(head, covered, picks, anchor, how)
     missing = set(missing_terms(qterms, [text]))
     others: list[_Scored] = []
-    top = max(FLOOR, FOLLOW_SHARE * best.score)
+    top = max(least, FOLLOW_SHARE * best.score)
     left = OTHER_SENTENCES
     for s in scored:
         if left <= 0 or not missing:
@@ -420,7 +430,10 @@ def _runs(head: str, covered: int, picks: Sequence[_Scored], n: int, how: bool) 
 def _leads_into(s: _Scored, at: dict) -> list[_Scored]:
     """For a sentence ``s``: the block its paragraph leads into ("... we need to reset it as
     follows." then the commands), with that lead-in sentence when it is the one after ``s``;
-    [] when ``s`` and the sentence after it lead into no block."""
+    [] when ``s`` and the sentence after it lead into no block. The block is its whole
+    paragraph: a terminal session is cut into its command lines and their output, and the
+    procedure is all of them (``# modinfo -p loop``, its output, ``# rmmod loop``,
+    ``# modprobe loop max_part=16``)."""
     if s.unit.kind != "sentence":
         return []
     lead = s
@@ -430,14 +443,19 @@ def _leads_into(s: _Scored, at: dict) -> list[_Scored]:
     if nxt is None or not nxt.unit.block or nxt.unit.kind == "row" or nxt.unit.lead != lead.unit.text \
             or not _LEADS_IN.search(lead.unit.text):
         return []
-    return [lead, nxt] if lead is not s else [nxt]
+    block = [nxt]
+    while (more := at.get((s.n, block[-1].unit.pos + 1))) is not None and more.unit.para == nxt.unit.para:
+        block.append(more)
+    return [lead, *block] if lead is not s else block
 
 
-def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), how: bool = False) -> list[_Scored]:
+def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), how: bool = False,
+          least: float = FLOOR) -> list[_Scored]:
     """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
     costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
-    and :data:`FLOOR`; the best unit is always taken, with the sentence after it in its
-    paragraph when that holds a question word (``qterms``) the best one lacks (a point made in
+    and ``least`` (the first item's rank bonus, :data:`FLOOR`); the best unit is always taken,
+    with the sentence after it in its paragraph when that holds a question word (``qterms``)
+    the best one lacks (a point made in
     two sentences: "ACLs are built on the same core as the maps ... The only real difference
     is that ... they only return "found""; a next sentence that only repeats the best one's
     words would take the place of another item's fact). A text quoted once is not quoted again
@@ -445,7 +463,7 @@ def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), ho
     leads into a block, or whose next sentence does (:func:`_leads_into`), is quoted with that
     block and its lead-in, whatever the budget: the procedure is the answer."""
     out, left = [], budget
-    floor = max(FLOOR, FOLLOW_SHARE * scored[0].score) if scored else FLOOR
+    floor = max(least, FOLLOW_SHARE * scored[0].score) if scored else least
     at = {(s.n, s.unit.pos): s for s in scored}
     quoted: set[str] = set()
 
