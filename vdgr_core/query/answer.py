@@ -87,6 +87,7 @@ PER_VERSION = 2          # the budget of each part when the answer is split by v
 FOLLOW_SHARE = 0.3       # a unit after the best one must score above this share of the best
 RANK_BONUS = 0.05        # a unit's bonus for its evidence rank n: RANK_BONUS / n
 ONE_UNIT_RANK_BONUS = 0.2   # the same for a how-to or an entry question, answered by one unit
+LOOSE_LIST_ITEMS = 12    # a how-to's list item is quoted with at most this many items of its list
 FLOOR = RANK_BONUS       # a unit scoring only the first item's rank bonus answers nothing
 VERSION_SHARE = 0.5      # a version gets a part when one of its units scores >= this share of the best
 ANCHOR_SHARE = 0.4       # the first evidence is the anchor while its best unit scores >= this share of the best
@@ -449,23 +450,43 @@ def _leads_into(s: _Scored, at: dict) -> list[_Scored]:
     return [lead, *block] if lead is not s else block
 
 
+def _loose_list(s: _Scored, at: dict) -> list[_Scored]:
+    """For a list item ``s`` alone in its paragraph (a loose list: HTML ``<li><p>``), the other
+    items of its list (list items in the paragraphs right before and after it), at most
+    :data:`LOOSE_LIST_ITEMS` in all with ``s``; [] for anything else."""
+    if s.unit.kind != "steps":
+        return []
+    run = [s]
+    for step in (-1, 1):
+        cur = s
+        while len(run) < LOOSE_LIST_ITEMS:
+            nxt = at.get((s.n, cur.unit.pos + step))
+            if nxt is None or nxt.unit.kind != "steps" or nxt.unit.para != cur.unit.para + step:
+                break
+            run.append(nxt)
+            cur = nxt
+    return sorted((u for u in run if u is not s), key=lambda u: u.unit.pos)
+
+
 def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), how: bool = False,
           least: float = FLOOR) -> list[_Scored]:
     """The best units (``scored`` is best first) while they fit ``budget`` sentences (a block
     costs one per line, at most ``budget``) and score above :data:`FOLLOW_SHARE` of the best
     and ``least`` (the first item's rank bonus, :data:`FLOOR`); the best unit is always taken,
     with the sentence after it in its paragraph when that holds a question word (``qterms``)
-    the best one lacks (a point made in
-    two sentences: "ACLs are built on the same core as the maps ... The only real difference
-    is that ... they only return "found""; a next sentence that only repeats the best one's
-    words would take the place of another item's fact). A text quoted once is not quoted again
-    (two items may repeat a sentence). For a how-to question (``how``), a best sentence that
-    leads into a block, or whose next sentence does (:func:`_leads_into`), is quoted with that
-    block and its lead-in, whatever the budget: the procedure is the answer."""
+    the best one lacks (a point made in two sentences: "ACLs are built on the same core as the
+    maps ... The only real difference is that ... they only return "found""; a next sentence
+    that only repeats the best one's words would take the place of another item's fact). A text
+    quoted once is not quoted again (two items may repeat a sentence). For a how-to question
+    (``how``), a best sentence that leads into a block, or whose next sentence does
+    (:func:`_leads_into`), is quoted with that block and its lead-in, whatever the budget: the
+    procedure is the answer; else the first step taken of a loose list brings the other steps
+    of its list (:func:`_loose_list`), whatever the budget too."""
     out, left = [], budget
     floor = max(least, FOLLOW_SHARE * scored[0].score) if scored else least
     at = {(s.n, s.unit.pos): s for s in scored}
     quoted: set[str] = set()
+    listed: list[_Scored] = []
 
     def take(s: _Scored, cost: int) -> None:
         nonlocal left
@@ -481,6 +502,9 @@ def _pick(scored: Sequence[_Scored], budget: int, qterms: Sequence[str] = (), ho
             continue
         take(s, cost)
         procedure = _leads_into(s, at) if how and len(out) == 1 else []
+        if how and not procedure and not listed:
+            procedure = listed = [u for u in _loose_list(s, at)
+                                  if " ".join(u.unit.text.split()).casefold() not in quoted]
         for u in procedure:
             take(u, min(budget, u.unit.text.count("\n") + 1) if u.unit.block else 1)
         nxt = at.get((s.n, s.unit.pos + 1))

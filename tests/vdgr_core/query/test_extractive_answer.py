@@ -371,6 +371,27 @@ def test_an_entry_question_is_answered_from_the_first_item_before_a_later_items_
     assert "picks at random. [3]" in answer
 
 
+BACKTRACE = ("The backtrace can be obtained by gdb using one of the following approaches:\n\n"
+             "- Update the limits file to include the following:\n\n"
+             "* soft core unlimited\n\n"
+             "- Type \"ulimit -c unlimited\" to the shell prompt.\n\n"
+             "- Crash the program to produce a core dump file.\n\n"
+             "- Load the core dump file into gdb.\n\n"
+             "For an infinite loop, press Ctrl-C to crash the program.")
+
+
+def test_a_how_to_quotes_the_whole_loose_list_of_a_step_it_picks():
+    # a list whose items are paragraphs of their own (HTML <li><p>): one picked step brings its list
+    q = "How do I get a core dump and a backtrace of a crashed program?"
+    answer = extractive_answer(q, [ev(BACKTRACE, title="Obtaining backtrace")])
+    assert "- Crash the program to produce a core dump file." in answer
+    assert '- Type "ulimit -c unlimited" to the shell prompt.' in answer
+    assert "* soft core unlimited" in answer and "- Load the core dump file into gdb." in answer
+    # not a how-to: the step alone
+    answer = extractive_answer("Does crashing a program produce a core dump file?", [ev(BACKTRACE, title="Obtaining backtrace")])
+    assert "produce a core dump file" in answer and "ulimit" not in answer
+
+
 def test_a_question_that_is_no_how_to_does_not_take_the_procedure():
     q = "Can each partition of a disk image be mounted by using the loop device?"
     answer = extractive_answer(q, [ev(LOOP, title="Mounting"), ev(MOUNT, title="Images", n=2)])
