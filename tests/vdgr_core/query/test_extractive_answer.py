@@ -392,6 +392,14 @@ def test_a_how_to_quotes_the_whole_loose_list_of_a_step_it_picks():
     assert "produce a core dump file" in answer and "ulimit" not in answer
 
 
+def test_a_unit_holding_no_question_word_answers_nothing_under_the_larger_rank_bonus():
+    # the first item's bonus alone (0.2 for a how-to) is no reason to quote a sentence
+    q = "How do I rotate the server logs every night?"
+    answer = extractive_answer(q, [ev("The logs of the server are kept in one folder. Printers are shared "
+                                      "on the network.", title="Logs")])
+    assert "kept in one folder" in answer and "Printers" not in answer
+
+
 def test_a_question_that_is_no_how_to_does_not_take_the_procedure():
     q = "Can each partition of a disk image be mounted by using the loop device?"
     answer = extractive_answer(q, [ev(LOOP, title="Mounting"), ev(MOUNT, title="Images", n=2)])
