@@ -133,6 +133,22 @@ def test_restricted_text_does_not_leak_into_public_summaries(built):
             assert "ZETA-77" not in d["summary"] and "backdoor" not in d["summary"].lower()
 
 
+def test_edges_and_entities_hold_one_fragment_a_domain(built):
+    # edges come from several steps and every bundle of each; gathered by domain before they are
+    # written, a domain's rows make one fragment at this size (directories are not gathered)
+    from pipelines.build import GATHERED
+    from vdgr_core.store.fragments import lance_module, table_uri
+
+    _, index, _ = built
+    versions = IndexReader(index).manifest.table_versions
+    assert set(GATHERED) == {T.EDGES, T.ENTITIES}
+    for name in GATHERED:
+        ds = lance_module().dataset(table_uri(index, name), version=versions[name])
+        domains = [set(f.to_table(columns=["domain"]).column("domain").to_pylist()) for f in ds.get_fragments()]
+        assert domains and all(len(d) == 1 for d in domains), name
+        assert len(domains) == len(set().union(*domains)), (name, domains)
+
+
 def test_containment_edges_form_a_tree(built):
     _, index, _ = built
     reader = IndexReader(index)
