@@ -451,9 +451,9 @@ def _leads_into(s: _Scored, at: dict) -> list[_Scored]:
 
 
 def _loose_list(s: _Scored, at: dict) -> list[_Scored]:
-    """For a list item ``s`` alone in its paragraph (a loose list: HTML ``<li><p>``), the other
-    items of its list (list items in the paragraphs right before and after it), at most
-    :data:`LOOSE_LIST_ITEMS` in all with ``s``; [] for anything else."""
+    """For a list item ``s``, the other items of its list when the list is loose (its items
+    paragraphs of their own, HTML ``<li><p>``): the list units in the paragraphs right before
+    and after it, at most :data:`LOOSE_LIST_ITEMS` in all with ``s``; [] for anything else."""
     if s.unit.kind != "steps":
         return []
     run = [s]
